@@ -1,0 +1,49 @@
+# The two README commands:
+#   make conformance   build everything, run every case on this host
+#   make test          unit tests, vet, gofmt, the series' own tests
+#
+# Everything generated goes to bin/, out/ and work/ (all git-ignored).
+
+GO        ?= go
+MODES     ?= v1 hybrid v2 systemd-v2 systemd-v1
+export CGO_ENABLED = 0
+
+.PHONY: all runsc cgconform conformance test vet fmt-check matrix bench upstream-check clean
+
+all: runsc cgconform
+
+# bin/runsc-stock and bin/runsc-patched from the gVisor version in go.mod;
+# rebuilt only when that version or a patch changes.
+runsc:
+	$(GO) run ./cmd/build-runsc build
+
+cgconform:
+	$(GO) build -o bin/cgconform ./cmd/cgconform
+
+# The main job: every case on this host against every available runtime.
+conformance: runsc cgconform
+	bin/cgconform -cases cases -out out/conformance
+
+test: vet fmt-check
+	$(GO) test -count=1 ./...
+	$(GO) run ./cmd/build-runsc test
+
+vet:
+	$(GO) vet ./...
+
+# gofmt over tracked Go files only: work/ holds gVisor's generated sources.
+fmt-check:
+	@out=$$(git ls-files -z '*.go' | xargs -0 gofmt -l); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# Real hosts of every cgroup mode in QEMU; MODES="v2" runs a subset.
+matrix: runsc cgconform
+	$(GO) run ./ci/cmd/matrix -modes "$(MODES)" -out out/matrix
+
+# Does the series apply to an upstream checkout (git am), gofmt, go vet?
+upstream-check:
+	@test -n "$(DIR)" || { echo "usage: make upstream-check DIR=/path/to/gvisor"; exit 2; }
+	ci/upstream-check "$(DIR)"
+
+clean:
+	rm -rf bin out work

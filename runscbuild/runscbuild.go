@@ -1,0 +1,375 @@
+// Package runscbuild turns the pinned gvisor.dev/gvisor module into runsc
+// binaries: a stock one, and a patched one with patches/series applied.
+//
+// The module source comes from the Go module proxy (go.mod is the one place
+// that names its version). It is copied into an ignored work folder, made a
+// git repository, patched with `git am` one patch at a time (so a failure
+// names the patch file and the hunk), and built with CGO_ENABLED=0: runsc
+// re-executes itself inside its own chroot, where a dynamic binary cannot
+// find its loader.
+package runscbuild
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+)
+
+// ModulePath is the Go module that holds runsc.
+const ModulePath = "gvisor.dev/gvisor"
+
+// excludeBuildFiles keeps Bazel BUILD hunks out of the go-branch tree, which
+// has no BUILD files. The series carries them for upstream.
+var excludeBuildFiles = []string{"--exclude=BUILD", "--exclude=*/BUILD"}
+
+// Module is the pinned gVisor module as the go command resolves it.
+type Module struct {
+	Version string
+	Dir     string // read-only source in the module cache
+}
+
+// Patch is one entry of patches/series.
+type Patch struct {
+	Name string // file name as written in the series
+	Path string
+}
+
+// Config says what to build and where.
+type Config struct {
+	RepoRoot string // the folder holding go.mod and patches/
+	WorkDir  string // ignored folder for source trees
+	BinDir   string // where runsc-stock and runsc-patched go
+	Log      io.Writer
+}
+
+// ResolveModule asks the go command for the pinned gVisor module, downloading
+// it from the module proxy if the cache lacks it.
+func ResolveModule(repoRoot string) (Module, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", ModulePath)
+	cmd.Dir = repoRoot
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return Module{}, fmt.Errorf("go mod download %s: %w: %s (check go.mod's require line and network access to the module proxy)", ModulePath, err, strings.TrimSpace(stderr.String()))
+	}
+	var m Module
+	if err := json.Unmarshal(out, &m); err != nil {
+		return Module{}, fmt.Errorf("parsing go mod download output: %w", err)
+	}
+	if m.Dir == "" || m.Version == "" {
+		return Module{}, fmt.Errorf("go mod download %s returned no version or folder: %s", ModulePath, out)
+	}
+	return m, nil
+}
+
+// ReadSeries reads a series file: one patch file name per line, relative to
+// the series file's folder; blank lines and lines starting with # are skipped.
+// Every named file must exist.
+func ReadSeries(seriesPath string) ([]Patch, error) {
+	f, err := os.Open(seriesPath)
+	if err != nil {
+		return nil, fmt.Errorf("reading patch series: %w", err)
+	}
+	defer f.Close()
+	dir := filepath.Dir(seriesPath)
+	var patches []Patch
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		name := strings.TrimSpace(sc.Text())
+		if name == "" || strings.HasPrefix(name, "#") {
+			continue
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("%s:%d: %q is listed twice", seriesPath, line, name)
+		}
+		seen[name] = true
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("%s:%d: patch file %q: %w", seriesPath, line, name, err)
+		}
+		patches = append(patches, Patch{Name: name, Path: p})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", seriesPath, err)
+	}
+	return patches, nil
+}
+
+// SeriesHash is a short, stable digest of the patches' names and contents, in
+// order. The patched runsc reports it in --version.
+func SeriesHash(patches []Patch) (string, error) {
+	h := sha256.New()
+	for _, p := range patches {
+		data, err := os.ReadFile(p.Path)
+		if err != nil {
+			return "", fmt.Errorf("hashing %s: %w", p.Name, err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", p.Name, len(data))
+		h.Write(data)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// VersionString is what `runsc --version` prints as the runsc version.
+func VersionString(m Module, seriesHash string) string {
+	if seriesHash == "" {
+		return m.Version
+	}
+	return fmt.Sprintf("%s+cgpatches.%s", m.Version, seriesHash)
+}
+
+// PrepareTree copies the module source into dst (replacing it), makes it a
+// git repository with one commit of the pristine source, and applies the
+// patches in order. A patch that does not apply stops with an error naming
+// the patch file and showing the failing hunk.
+func PrepareTree(m Module, dst string, patches []Patch, log io.Writer) error {
+	if err := os.RemoveAll(dst); err != nil {
+		return fmt.Errorf("clearing %s: %w", dst, err)
+	}
+	if err := copyTree(m.Dir, dst); err != nil {
+		return fmt.Errorf("copying %s to %s: %w", m.Dir, dst, err)
+	}
+	g := git{dir: dst}
+	for _, args := range [][]string{
+		{"init", "-q"},
+		{"add", "-A"},
+		{"commit", "-q", "--no-verify", "-m", "pristine " + ModulePath + "@" + m.Version},
+	} {
+		if _, err := g.run(args...); err != nil {
+			return err
+		}
+	}
+	for i, p := range patches {
+		fmt.Fprintf(log, "runscbuild: applying %d/%d %s\n", i+1, len(patches), p.Name)
+		if err := g.am(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type git struct{ dir string }
+
+func (g git) command(args ...string) *exec.Cmd {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = g.dir
+	// A fixed identity: the work tree is throwaway, and CI machines have no
+	// git config.
+	cmd.Env = append(os.Environ(),
+		"GIT_AUTHOR_NAME=runscbuild", "GIT_AUTHOR_EMAIL=runscbuild@localhost",
+		"GIT_COMMITTER_NAME=runscbuild", "GIT_COMMITTER_EMAIL=runscbuild@localhost",
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	return cmd
+}
+
+func (g git) run(args ...string) (string, error) {
+	out, err := g.command(args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("git %s in %s: %w: %s", strings.Join(args, " "), g.dir, err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// am applies one patch as a commit. On failure it aborts the am session and
+// asks `git apply --check -v` for the hunk that failed.
+func (g git) am(p Patch) error {
+	args := append([]string{"am", "-q", "--keep-cr"}, excludeBuildFiles...)
+	out, err := g.command(append(args, p.Path)...).CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	_, _ = g.run("am", "--abort")
+	checkArgs := append([]string{"apply", "--check", "-v"}, excludeBuildFiles...)
+	detail, _ := g.command(append(checkArgs, p.Path)...).CombinedOutput()
+	return &ApplyError{Patch: p.Name, AmOutput: strings.TrimSpace(string(out)), Hunk: failingHunk(string(detail))}
+}
+
+// ApplyError reports a patch of the series that does not apply.
+type ApplyError struct {
+	Patch    string
+	AmOutput string
+	Hunk     string
+}
+
+func (e *ApplyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "patch %s does not apply to the pinned gVisor tree", e.Patch)
+	if e.Hunk != "" {
+		fmt.Fprintf(&b, "\nfailing hunk:\n%s", e.Hunk)
+	} else if e.AmOutput != "" {
+		fmt.Fprintf(&b, "\ngit am said:\n%s", e.AmOutput)
+	}
+	b.WriteString("\nrebase the series onto the version pinned in go.mod (see README: sending the series upstream)")
+	return b.String()
+}
+
+// failingHunk keeps the part of `git apply -v` output that explains the
+// failure: from the first "error:" line on.
+func failingHunk(applyOutput string) string {
+	lines := strings.Split(strings.TrimSpace(applyOutput), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "error:") {
+			return strings.Join(lines[i:], "\n")
+		}
+	}
+	return ""
+}
+
+// Build compiles ./runsc in tree into out, statically, with version stamped.
+func Build(tree, out, version string, log io.Writer) error {
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-trimpath",
+		"-ldflags", "-X gvisor.dev/gvisor/runsc/version.version="+version,
+		"-o", abs, "./runsc")
+	cmd.Dir = tree
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout = log
+	cmd.Stderr = log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building runsc in %s: %w", tree, err)
+	}
+	return nil
+}
+
+// TestPackages lists the packages of tree that hold _test.go files. The go
+// branch ships none, so every one of them comes from the series.
+func TestPackages(tree string) ([]string, error) {
+	set := map[string]bool{}
+	err := filepath.WalkDir(tree, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), "_test.go") {
+			rel, err := filepath.Rel(tree, filepath.Dir(path))
+			if err != nil {
+				return err
+			}
+			set["./"+filepath.ToSlash(rel)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("looking for tests in %s: %w", tree, err)
+	}
+	pkgs := make([]string, 0, len(set))
+	for p := range set {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	return pkgs, nil
+}
+
+// stamp identifies everything a binary depends on, so an unchanged input set
+// skips the two-minute build.
+func stamp(m Module, seriesHash string) string {
+	return strings.Join([]string{m.Version, seriesHash, runtime.Version(), "CGO_ENABLED=0", "stamp-v1"}, "\n") + "\n"
+}
+
+// Flavor is one of the two binaries.
+type Flavor struct {
+	Name    string // "stock" or "patched"
+	Patches []Patch
+}
+
+// Ensure builds bin/runsc-<flavor> unless its stamp says it is up to date.
+// It returns the tree the binary was built from.
+func Ensure(c Config, m Module, f Flavor) (string, error) {
+	hash := ""
+	if len(f.Patches) > 0 {
+		var err error
+		if hash, err = SeriesHash(f.Patches); err != nil {
+			return "", err
+		}
+	}
+	bin := filepath.Join(c.BinDir, "runsc-"+f.Name)
+	stampPath := bin + ".stamp"
+	tree := filepath.Join(c.WorkDir, "gvisor-"+f.Name)
+	want := stamp(m, hash)
+	if have, err := os.ReadFile(stampPath); err == nil && string(have) == want {
+		if _, err := os.Stat(bin); err == nil {
+			if _, err := os.Stat(tree); err == nil {
+				fmt.Fprintf(c.Log, "runscbuild: %s is up to date (%s)\n", bin, VersionString(m, hash))
+				return tree, nil
+			}
+		}
+	}
+	fmt.Fprintf(c.Log, "runscbuild: preparing %s from %s@%s with %d patches\n", tree, ModulePath, m.Version, len(f.Patches))
+	if err := PrepareTree(m, tree, f.Patches, c.Log); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(c.BinDir, 0o755); err != nil {
+		return "", err
+	}
+	_ = os.Remove(stampPath)
+	fmt.Fprintf(c.Log, "runscbuild: building %s (about 2 minutes on 2 cores when cold)\n", bin)
+	if err := Build(tree, bin, VersionString(m, hash), c.Log); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(stampPath, []byte(want), 0o644); err != nil {
+		return "", err
+	}
+	return tree, nil
+}
+
+// copyTree copies a regular-file tree, making everything writable (the module
+// cache is read-only).
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type().IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			return copyFile(path, target, info.Mode().Perm()|0o200)
+		default:
+			return errors.New("unexpected non-regular file in module: " + path)
+		}
+	})
+}
+
+func copyFile(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
