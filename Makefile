@@ -7,10 +7,16 @@
 GO        ?= go
 MODES     ?= v1 hybrid v2 systemd-v2 systemd-v1
 export CGO_ENABLED = 0
+# .ci/install-deps puts Go in /usr/local/go-ci when the machine has none.
+export PATH := /usr/local/go/bin:/usr/local/go-ci/bin:$(PATH)
 
-.PHONY: all runsc cgconform conformance test vet fmt-check matrix bench upstream-check clean
+.PHONY: all deps runsc cgconform conformance test vet fmt-check matrix bench upstream-check clean
 
 all: runsc cgconform
+
+# Debian packages and Go, installed only when missing (needs root then).
+deps:
+	@.ci/install-deps
 
 # bin/runsc-stock and bin/runsc-patched from the gVisor version in go.mod;
 # rebuilt only when that version or a patch changes.
@@ -21,10 +27,10 @@ cgconform:
 	$(GO) build -o bin/cgconform ./cmd/cgconform
 
 # The main job: every case on this host against every available runtime.
-conformance: runsc cgconform
+conformance: deps runsc cgconform
 	bin/cgconform -cases cases -out out/conformance
 
-test: vet fmt-check
+test: deps vet fmt-check
 	$(GO) test -count=1 ./...
 	$(GO) run ./cmd/build-runsc test
 
@@ -37,7 +43,7 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # Real hosts of every cgroup mode in QEMU; MODES="v2" runs a subset.
-matrix: runsc cgconform
+matrix: deps runsc cgconform
 	$(GO) run ./ci/cmd/matrix -modes "$(MODES)" -out out/matrix
 
 # Does the series apply to an upstream checkout (git am), gofmt, go vet?
