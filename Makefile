@@ -46,6 +46,10 @@ fmt-check:
 matrix: deps runsc cgconform
 	$(GO) run ./ci/cmd/matrix -modes "$(MODES)" -out out/matrix
 
+# Patched vs stock runsc, interleaved, on this host (see docs/BENCHMARKS.md).
+bench: deps runsc
+	$(GO) run ./cmd/cgbench -out out/bench
+
 # Does the series apply to an upstream checkout (git am), gofmt, go vet?
 upstream-check:
 	@test -n "$(DIR)" || { echo "usage: make upstream-check DIR=/path/to/gvisor"; exit 2; }
