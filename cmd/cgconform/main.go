@@ -1,0 +1,173 @@
+// Command cgconform runs the OCI cgroup conformance cases (cases/*.yaml)
+// against runsc and other OCI runtimes on this host, and writes
+// report.json, junit.xml and report.md.
+//
+//	cgconform -cases cases -out out/conformance \
+//	  -runtimes runsc-patched=bin/runsc-patched,runsc-stock=bin/runsc-stock,runc,crun
+//
+// It exits 0 only when nothing unexpected happened: every result is a
+// pass, an expected divergence or a skip with its reason. It must run as
+// root; it creates and removes its own test root cgroup in every mounted
+// hierarchy and never touches other cgroups or processes.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/casefile"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/harness/runner"
+)
+
+func main() {
+	if len(os.Args) > 1 && (os.Args[1] == runner.HelperCommand || os.Args[1] == "mount-cgroup2-exec") {
+		os.Exit(runner.HelperMain(os.Args[1], os.Args[2:]))
+	}
+	os.Exit(run())
+}
+
+func run() int {
+	casesDir := flag.String("cases", "cases", "directory of case files (*.yaml)")
+	outDir := flag.String("out", "out/conformance", "directory for report.json, junit.xml and report.md")
+	runtimes := flag.String("runtimes", "", "comma-separated name=path (or bare names on PATH); default: runsc-patched=bin/runsc-patched,runsc-stock=bin/runsc-stock,runc,crun")
+	runRE := flag.String("run", "", "only run cases whose \"name [context]\" matches this regexp")
+	mode := flag.String("mode", "", "label for the host mode in the report (default: detected cgroup-v1, hybrid or cgroup-v2)")
+	timeout := flag.Duration("timeout", 5*time.Minute, "time limit for each case x context x runtime")
+	busybox := flag.String("busybox", "/usr/bin/busybox", "static busybox binary for the container rootfs")
+	enableRoot := flag.Bool("enable-root-controllers", false, "on cgroup v2, enable missing controllers in the root cgroup.subtree_control (changes the host: for throwaway VMs)")
+	validate := flag.Bool("validate", false, "only load and validate the case files")
+	flag.Parse()
+
+	cases, err := casefile.LoadDir(*casesDir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cgconform: %v\n", err)
+		return 2
+	}
+	if *validate {
+		fmt.Printf("%d case files valid\n", len(cases))
+		return 0
+	}
+	var filter *regexp.Regexp
+	if *runRE != "" {
+		if filter, err = regexp.Compile(*runRE); err != nil {
+			fmt.Fprintf(os.Stderr, "cgconform: -run: %v\n", err)
+			return 2
+		}
+	}
+	rts := runner.DefaultRuntimes()
+	explicit := *runtimes != ""
+	if explicit {
+		if rts, err = runner.ParseRuntimes(*runtimes); err != nil {
+			fmt.Fprintf(os.Stderr, "cgconform: -runtimes: %v\n", err)
+			return 2
+		}
+	}
+	rtErrs := map[string]string{}
+	for i := range rts {
+		if err := rts[i].Resolve(); err != nil {
+			if explicit {
+				fmt.Fprintf(os.Stderr, "cgconform: -runtimes: %v\n", err)
+				return 2
+			}
+			rtErrs[rts[i].Name] = err.Error()
+			fmt.Fprintf(os.Stderr, "cgconform: warning: %v: its cases are reported as skipped\n", err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cgconform: finding own binary for the re-exec: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := runner.Run(ctx, runner.Options{
+		Cases:                 cases,
+		Runtimes:              rts,
+		RuntimeErrors:         rtErrs,
+		Filter:                filter,
+		Busybox:               *busybox,
+		ModeLabel:             *mode,
+		CaseTimeout:           *timeout,
+		Progress:              os.Stdout,
+		Self:                  self,
+		EnableRootControllers: *enableRoot,
+	})
+	if rep == nil {
+		fmt.Fprintf(os.Stderr, "cgconform: %v\n", err)
+		return 2
+	}
+	fmt.Println()
+	fmt.Print(rep.Table())
+	if werr := rep.WriteAll(*outDir); werr != nil {
+		fmt.Fprintf(os.Stderr, "cgconform: writing the report: %v\n", werr)
+		return 2
+	}
+	abs, _ := filepath.Abs(*outDir)
+	fmt.Printf("report: %s/{report.json,junit.xml,report.md}\n", abs)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cgconform: %v\n", err)
+		return 2
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "cgconform: interrupted; test root removed")
+		return 130
+	}
+	if !rep.OK() {
+		printEnvironment(rep)
+		return 1
+	}
+	return 0
+}
+
+// printEnvironment says where the failures happened, as crun's tests do.
+func printEnvironment(rep *report.Report) {
+	h := rep.Host
+	var hs []string
+	for _, x := range h.Hierarchies {
+		n := x.Key
+		if x.V2 {
+			n = "cgroup2"
+		}
+		hs = append(hs, n+"@"+x.Mount)
+	}
+	fmt.Fprintf(os.Stderr, "\nFAILURES on: mode %s (%s), kernel %s, uid %d, systemd PID 1 %v, cgroup namespace %v\n  hierarchies: %s\n",
+		h.Mode, cgroupVersion(h.Mode), h.Kernel, h.UID, h.SystemdPID1, h.CgroupNS, strings.Join(hs, " "))
+	for _, r := range rep.Runtimes {
+		fmt.Fprintf(os.Stderr, "  runtime %s (%s): %s %s\n", r.Name, r.Kind, r.Path, r.Version)
+	}
+	for _, r := range rep.Results {
+		if r.Outcome != report.Fail {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "FAIL %s [%s] %s:\n", r.Case, r.Context, r.Runtime)
+		for _, f := range r.Failures {
+			if f.Expected {
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "  %s: %s\n", f.Step, f.Message)
+			if f.Diff != "" {
+				fmt.Fprintf(os.Stderr, "    %s\n", strings.ReplaceAll(strings.TrimSpace(f.Diff), "\n", "\n    "))
+			}
+		}
+	}
+}
+
+func cgroupVersion(mode string) string {
+	switch mode {
+	case cgroupfs.ModeV2:
+		return "cgroup v2, cgroupfs driver unless a case asks for systemd"
+	case cgroupfs.ModeHybrid:
+		return "cgroup v1 controllers + cgroup2 at unified"
+	}
+	return "cgroup v1"
+}

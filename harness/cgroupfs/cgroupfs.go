@@ -1,0 +1,542 @@
+// Package cgroupfs reads the host's cgroup layout and manages the harness's
+// own test cgroups.
+//
+// Safety rule: this package only ever creates, writes into or removes
+// cgroups below a root it was given (the harness's test root). Reading the
+// rest of the hierarchy is allowed, to find what a runtime left behind.
+package cgroupfs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Host modes.
+const (
+	ModeV1     = "cgroup-v1"
+	ModeHybrid = "hybrid"
+	ModeV2     = "cgroup-v2"
+)
+
+// Hierarchy is one mounted cgroup hierarchy.
+type Hierarchy struct {
+	// Key identifies the hierarchy as /proc/PID/cgroup does, with the
+	// controller list sorted: "memory", "cpu,cpuacct", "name=systemd", or
+	// "" for cgroup2.
+	Key string `json:"key"`
+	// Mount is where the hierarchy's root is mounted.
+	Mount string `json:"mount"`
+	// V2 is set for the unified (cgroup2) hierarchy.
+	V2 bool `json:"v2,omitempty"`
+}
+
+// Name is a readable name for the hierarchy.
+func (h Hierarchy) Name() string {
+	if h.V2 {
+		return "unified"
+	}
+	return h.Key
+}
+
+// Controllers returns the v1 controllers of the hierarchy (none for named
+// hierarchies and for v2).
+func (h Hierarchy) Controllers() []string {
+	if h.V2 {
+		return nil
+	}
+	var out []string
+	for _, c := range strings.Split(h.Key, ",") {
+		if c != "" && !strings.HasPrefix(c, "name=") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Dir is the directory of cgroup rel ("/a/b") in h.
+func (h Hierarchy) Dir(rel string) string {
+	return filepath.Join(h.Mount, filepath.FromSlash(path.Clean("/"+rel)))
+}
+
+// Host is the cgroup layout of the machine as the harness sees it.
+type Host struct {
+	Mode        string      `json:"mode"`
+	Hierarchies []Hierarchy `json:"hierarchies"`
+	// Self maps hierarchy keys to the harness's own cgroup.
+	Self map[string]string `json:"self"`
+	// SystemdPID1 reports whether systemd is init.
+	SystemdPID1 bool `json:"systemdPID1"`
+	// CgroupNS reports whether the harness runs in a non-initial cgroup
+	// namespace.
+	CgroupNS bool `json:"cgroupNS"`
+}
+
+// Detect reads the layout of this machine.
+func Detect() (*Host, error) {
+	mi, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer mi.Close()
+	hs, err := ParseMountinfo(mi)
+	if err != nil {
+		return nil, err
+	}
+	if len(hs) == 0 {
+		return nil, fmt.Errorf("no cgroup hierarchy mounted: mount cgroupfs (v1) or cgroup2 at /sys/fs/cgroup")
+	}
+	self, err := readProcCgroup("self")
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{Hierarchies: hs, Self: self, Mode: ModeFor(hs)}
+	if comm, err := os.ReadFile("/proc/1/comm"); err == nil {
+		h.SystemdPID1 = strings.TrimSpace(string(comm)) == "systemd"
+	}
+	if st, err := os.Stat("/run/systemd/system"); err == nil && st.IsDir() && h.SystemdPID1 {
+		h.SystemdPID1 = true
+	}
+	a, errA := os.Readlink("/proc/self/ns/cgroup")
+	b, errB := os.Readlink("/proc/1/ns/cgroup")
+	h.CgroupNS = errA == nil && errB == nil && a != b
+	return h, nil
+}
+
+// ModeFor classifies a set of hierarchies.
+func ModeFor(hs []Hierarchy) string {
+	v1, v2 := false, false
+	for _, h := range hs {
+		if h.V2 {
+			v2 = true
+		} else if len(h.Controllers()) > 0 {
+			v1 = true
+		}
+	}
+	switch {
+	case v1 && v2:
+		return ModeHybrid
+	case v2:
+		return ModeV2
+	default:
+		return ModeV1
+	}
+}
+
+// ParseMountinfo returns the cgroup hierarchies mounted at their root, one
+// per hierarchy (the first mount under /sys/fs/cgroup wins).
+func ParseMountinfo(r io.Reader) ([]Hierarchy, error) {
+	var out []Hierarchy
+	seen := map[string]int{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		// id parent maj:min root mountpoint opts [optional...] - fstype source superopts
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, f := range fields {
+			if f == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 6 || len(fields) < sep+4 {
+			continue
+		}
+		fstype, super := fields[sep+1], fields[sep+3]
+		root, mnt := fields[3], unescape(fields[4])
+		if root != "/" {
+			continue
+		}
+		var h Hierarchy
+		switch fstype {
+		case "cgroup2":
+			h = Hierarchy{Key: "", Mount: mnt, V2: true}
+		case "cgroup":
+			var ctrls []string
+			for _, o := range strings.Split(super, ",") {
+				switch {
+				case o == "rw" || o == "ro" || o == "clone_children" || o == "noprefix" || o == "xattr" || o == "cpuset_v2_mode" || o == "favordynmods":
+				case strings.HasPrefix(o, "release_agent="):
+				default:
+					ctrls = append(ctrls, o)
+				}
+			}
+			if len(ctrls) == 0 {
+				continue
+			}
+			h = Hierarchy{Key: normKey(strings.Join(ctrls, ",")), Mount: mnt}
+		default:
+			continue
+		}
+		if i, ok := seen[h.Key]; ok {
+			if !strings.HasPrefix(out[i].Mount, "/sys/fs/cgroup") && strings.HasPrefix(mnt, "/sys/fs/cgroup") {
+				out[i] = h
+			}
+			continue
+		}
+		seen[h.Key] = len(out)
+		out = append(out, h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, sc.Err()
+}
+
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func normKey(k string) string {
+	parts := strings.Split(k, ",")
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// ParseProcCgroup parses /proc/PID/cgroup into hierarchy key -> path.
+func ParseProcCgroup(r io.Reader) (map[string]string, error) {
+	out := map[string]string{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("malformed cgroup line %q", line)
+		}
+		key := parts[1]
+		if parts[0] != "0" || key != "" {
+			key = normKey(key)
+		}
+		out[key] = parts[2]
+	}
+	return out, sc.Err()
+}
+
+// ProcCgroup reads /proc/PID/cgroup.
+func ProcCgroup(pid int) (map[string]string, error) {
+	return readProcCgroup(strconv.Itoa(pid))
+}
+
+func readProcCgroup(pid string) (map[string]string, error) {
+	f, err := os.Open("/proc/" + pid + "/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseProcCgroup(f)
+}
+
+// Managed returns the hierarchies a runtime places sandboxes in: the
+// unified one on a pure v2 host, the v1 controller hierarchies otherwise.
+func (h *Host) Managed() []Hierarchy {
+	var out []Hierarchy
+	for _, x := range h.Hierarchies {
+		if h.Mode == ModeV2 && x.V2 || h.Mode != ModeV2 && len(x.Controllers()) > 0 {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// ForFile returns the hierarchy a cgroup file lives in: the unified one on
+// v2, else the v1 hierarchy whose controller prefixes the name
+// ("memory.limit_in_bytes" -> memory), else the first managed one.
+func (h *Host) ForFile(name string) (Hierarchy, error) {
+	m := h.Managed()
+	if len(m) == 0 {
+		return Hierarchy{}, fmt.Errorf("no managed hierarchy")
+	}
+	if h.Mode == ModeV2 {
+		return m[0], nil
+	}
+	prefix, _, _ := strings.Cut(name, ".")
+	for _, x := range m {
+		for _, c := range x.Controllers() {
+			if c == prefix {
+				return x, nil
+			}
+		}
+	}
+	return m[0], nil
+}
+
+// Tree manages cgroups below one root, in every hierarchy.
+type Tree struct {
+	Host *Host
+	// Root is the cgroup path ("/cgconform-xyz") everything is created
+	// under. No method writes outside it.
+	Root string
+}
+
+func (t *Tree) inside(rel string) error {
+	c := path.Clean("/" + rel)
+	if c != t.Root && !strings.HasPrefix(c, t.Root+"/") {
+		return fmt.Errorf("refusing to touch cgroup %q outside the test root %q", c, t.Root)
+	}
+	return nil
+}
+
+// Mkdir creates rel and its missing ancestors below the root in every
+// hierarchy. On v1 cpuset gets cpus and mems copied from the parent (a
+// new cpuset is empty and no task can join it); on v2 every controller
+// available in a parent is enabled for its children.
+func (t *Tree) Mkdir(rel string) error {
+	if err := t.inside(rel); err != nil {
+		return err
+	}
+	for _, h := range t.Host.Hierarchies {
+		if err := t.mkdirIn(h, path.Clean("/"+rel)); err != nil {
+			return fmt.Errorf("creating %s in %s: %w", rel, h.Name(), err)
+		}
+	}
+	return nil
+}
+
+func (t *Tree) mkdirIn(h Hierarchy, rel string) error {
+	if rel != t.Root {
+		if err := t.mkdirIn(h, path.Dir(rel)); err != nil {
+			return err
+		}
+	}
+	dir := h.Dir(rel)
+	parent := filepath.Dir(dir)
+	// The hierarchy root's subtree_control belongs to the host: only the
+	// test root and below are ours to change.
+	if h.V2 && t.Host.Mode == ModeV2 && rel != t.Root {
+		enableControllers(parent)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	for _, c := range h.Controllers() {
+		if c == "cpuset" {
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				b, err := os.ReadFile(filepath.Join(parent, f))
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+					return fmt.Errorf("copying %s: %w", f, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// enableControllers turns on, one by one, every controller dir offers to
+// its children. Failures are left for the cases to observe.
+func enableControllers(dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return
+	}
+	on, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	enabled := strings.Fields(string(on))
+	for _, c := range strings.Fields(string(b)) {
+		if contains(enabled, c) {
+			continue
+		}
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0o644)
+	}
+}
+
+// EnableRootControllers enables, at the hierarchy root of a v2 host, the
+// controllers it lacks. This changes the host; the CLI does it only when
+// asked (-enable-root-controllers), e.g. in a throwaway VM.
+func (h *Host) EnableRootControllers() error {
+	if h.Mode != ModeV2 {
+		return nil
+	}
+	for _, x := range h.Hierarchies {
+		if x.V2 {
+			enableControllers(x.Mount)
+		}
+	}
+	return nil
+}
+
+// Join moves pid into rel in every hierarchy.
+func (t *Tree) Join(pid int, rel string) error {
+	if err := t.inside(rel); err != nil {
+		return err
+	}
+	for _, h := range t.Host.Hierarchies {
+		if err := WritePid(h.Dir(rel), pid); err != nil {
+			return fmt.Errorf("moving %d into %s in %s: %w", pid, rel, h.Name(), err)
+		}
+	}
+	return nil
+}
+
+// WritePid writes pid into dir/cgroup.procs.
+func WritePid(dir string, pid int) error {
+	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+}
+
+// Procs lists the PIDs in rel of h (empty when rel does not exist).
+func Procs(h Hierarchy, rel string) ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(h.Dir(rel), "cgroup.procs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// Dirs lists the cgroups (paths relative to the hierarchy root) at and
+// below rel in h, parents first. A missing rel yields nothing.
+func Dirs(h Hierarchy, rel string) []string {
+	var out []string
+	base := h.Dir(rel)
+	_ = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		r, _ := filepath.Rel(h.Mount, p)
+		out = append(out, path.Clean("/"+filepath.ToSlash(r)))
+		return nil
+	})
+	return out
+}
+
+// FindNamed lists every cgroup in h whose base name contains token,
+// skipping the subtree at skip. It finds what runtimes left outside the
+// test root (e.g. "/<id>" at the root of a hierarchy).
+func FindNamed(h Hierarchy, token, skip string) []string {
+	var out []string
+	skipDir := h.Dir(skip)
+	_ = filepath.WalkDir(h.Mount, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if p == skipDir {
+			return filepath.SkipDir
+		}
+		if strings.Contains(d.Name(), token) {
+			r, _ := filepath.Rel(h.Mount, p)
+			out = append(out, path.Clean("/"+filepath.ToSlash(r)))
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return out
+}
+
+// RemoveTree removes the cgroup at abs (a directory under a hierarchy
+// mount) and everything below it, deepest first, retrying while the
+// kernel still drains exiting tasks. It returns the directories it could
+// not remove.
+func RemoveTree(abs string, wait time.Duration) []string {
+	var dirs []string
+	_ = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	sort.Slice(dirs, func(i, j int) bool { return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/") })
+	var left []string
+	for _, d := range dirs {
+		deadline := time.Now().Add(wait)
+		for {
+			err := unix.Rmdir(d)
+			if err == nil || errors.Is(err, unix.ENOENT) {
+				break
+			}
+			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+				left = append(left, fmt.Sprintf("%s: %v", d, err))
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return left
+}
+
+// Usage returns the CPU time charged to rel and its descendants:
+// cpuacct.usage on v1, cpu.stat usage_usec on v2.
+func (h *Host) Usage(rel string) (time.Duration, error) {
+	if h.Mode == ModeV2 {
+		for _, x := range h.Hierarchies {
+			if !x.V2 {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(x.Dir(rel), "cpu.stat"))
+			if err != nil {
+				return 0, err
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "usage_usec "); ok {
+					n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+					return time.Duration(n) * time.Microsecond, err
+				}
+			}
+			return 0, fmt.Errorf("no usage_usec in %s/cpu.stat", rel)
+		}
+	}
+	for _, x := range h.Hierarchies {
+		if contains(x.Controllers(), "cpuacct") {
+			b, err := os.ReadFile(filepath.Join(x.Dir(rel), "cpuacct.usage"))
+			if err != nil {
+				return 0, err
+			}
+			n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			return time.Duration(n), err
+		}
+	}
+	return 0, fmt.Errorf("no cpuacct hierarchy and not cgroup v2: cannot measure usage")
+}
+
+// IsUnder reports whether p is at or below dir (cgroup paths).
+func IsUnder(p, dir string) bool {
+	p, dir = path.Clean("/"+p), path.Clean("/"+dir)
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

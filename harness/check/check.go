@@ -1,0 +1,255 @@
+// Package check evaluates case expectations against observations. It is
+// pure (no host access) so that every rule is unit-tested.
+package check
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/harness/report"
+)
+
+// Match reports whether cgroup got stands in relation to caller, and
+// describes what was wanted. rel is the optional path the relation names.
+func Match(relation, rel, caller, got string) (bool, string) {
+	caller = path.Clean("/" + caller)
+	got = path.Clean("/" + got)
+	parent := path.Dir(caller)
+	switch relation {
+	case "caller":
+		return got == caller, caller
+	case "beneath":
+		if rel != "" {
+			want := path.Join(caller, rel)
+			return got == want, want
+		}
+		return got != caller && under(got, caller), "beneath " + caller
+	case "beside":
+		if rel != "" {
+			want := path.Join(parent, rel)
+			return got == want && !under(got, caller), want
+		}
+		return under(got, parent) && !under(got, caller), "beside " + caller + " (under " + parent + ", not under it)"
+	case "root":
+		if rel != "" {
+			want := path.Join("/", rel)
+			return got == want, want
+		}
+		return path.Dir(got) == "/" || got == "/", "at the hierarchy root"
+	case "exact":
+		want := path.Clean("/" + rel)
+		return got == want, want
+	}
+	return false, "unknown relation " + relation
+}
+
+func under(p, dir string) bool {
+	return dir == "/" || p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// Placement checks every process (of the given roles; all if empty) in
+// every hierarchy key. names maps keys to readable hierarchy names. It
+// returns "" when all match, else a message and a go-cmp diff of
+// want/got for the mismatches.
+func Placement(relation, rel string, roles []string, procs []report.Process, caller map[string]string, keys []string, names map[string]string) (string, string) {
+	if len(procs) == 0 {
+		return "no process of the sandbox was observed (did create fail?)", ""
+	}
+	want, got := map[string]string{}, map[string]string{}
+	bad, checked := 0, 0
+	for _, p := range procs {
+		if len(roles) > 0 && !contains(roles, p.Role) {
+			continue
+		}
+		for _, k := range keys {
+			g, ok := p.Cgroups[k]
+			if !ok {
+				continue
+			}
+			checked++
+			id := fmt.Sprintf("%s %s (pid %d) %s", p.Instance, p.Role, p.PID, names[k])
+			match, desc := Match(relation, rel, caller[k], g)
+			if match {
+				continue
+			}
+			bad++
+			want[id], got[id] = desc, g
+		}
+	}
+	if checked == 0 {
+		return fmt.Sprintf("no observed process has a role in %v", roles), ""
+	}
+	if bad == 0 {
+		return "", ""
+	}
+	return fmt.Sprintf("%d of %d placements are not %s", bad, checked, strings.TrimSpace(relation+" "+rel)), cmp.Diff(want, got)
+}
+
+// Main returns the sandbox's main process: runsc's sandbox, else the
+// container init, else the first observed.
+func Main(procs []report.Process) (report.Process, bool) {
+	for _, role := range []string{"sandbox", "init"} {
+		for _, p := range procs {
+			if p.Role == role {
+				return p, true
+			}
+		}
+	}
+	if len(procs) > 0 {
+		return procs[0], true
+	}
+	return report.Process{}, false
+}
+
+// Distinct checks that the main processes of all instances are in
+// pairwise distinct cgroups in every hierarchy key.
+func Distinct(instances map[string][]report.Process, keys []string, names map[string]string) (string, string) {
+	labels := make([]string, 0, len(instances))
+	for l := range instances {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	var clashes []string
+	for _, k := range keys {
+		owner := map[string]string{}
+		for _, l := range labels {
+			m, ok := Main(instances[l])
+			if !ok {
+				clashes = append(clashes, l+": no process observed")
+				continue
+			}
+			cg, ok := m.Cgroups[k]
+			if !ok {
+				continue
+			}
+			if o, dup := owner[cg]; dup {
+				clashes = append(clashes, fmt.Sprintf("%s: %s and %s share %s", names[k], o, l, cg))
+				continue
+			}
+			owner[cg] = l
+		}
+	}
+	if len(clashes) == 0 {
+		return "", ""
+	}
+	return fmt.Sprintf("%d shared or missing cgroups", len(clashes)), strings.Join(dedup(clashes), "\n")
+}
+
+// Owned checks that the main process's cgroup in every key did not exist
+// before the sandbox was created (before holds "<name>:<path>").
+func Owned(procs []report.Process, before map[string]bool, keys []string, names map[string]string) (string, string) {
+	m, ok := Main(procs)
+	if !ok {
+		return "no process of the sandbox was observed", ""
+	}
+	var pre []string
+	for _, k := range keys {
+		cg, ok := m.Cgroups[k]
+		if !ok {
+			continue
+		}
+		if before[names[k]+":"+cg] {
+			pre = append(pre, names[k]+":"+cg)
+		}
+	}
+	if len(pre) == 0 {
+		return "", ""
+	}
+	return fmt.Sprintf("the sandbox runs in %d cgroup(s) that existed before it was created (it did not create them)", len(pre)), strings.Join(pre, "\n")
+}
+
+// File compares a cgroup file's content.
+func File(content string, equals *string, containsAll []string, empty bool) (string, string) {
+	c := strings.TrimSpace(content)
+	switch {
+	case equals != nil:
+		if c != strings.TrimSpace(*equals) {
+			return "value differs", cmp.Diff(strings.TrimSpace(*equals), c)
+		}
+	case empty:
+		if c != "" {
+			return "not empty", cmp.Diff("", c)
+		}
+	default:
+		fields := strings.Fields(c)
+		var missing []string
+		for _, w := range containsAll {
+			if !contains(fields, w) {
+				missing = append(missing, w)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Sprintf("missing %v", missing), cmp.Diff(containsAll, fields)
+		}
+	}
+	return "", ""
+}
+
+// Command checks a runtime command's result against an expectation.
+type Command struct {
+	Exit   int
+	Output string
+	Dur    time.Duration
+}
+
+// Expect holds what a command step must show.
+type Expect struct {
+	Fail   bool
+	Output string
+	Within time.Duration
+}
+
+// Evaluate returns the unmet parts of e, one message each.
+func Evaluate(e Expect, c Command) []string {
+	var out []string
+	if e.Fail && c.Exit == 0 {
+		out = append(out, "exited 0, want a failure")
+	}
+	if !e.Fail && c.Exit != 0 {
+		out = append(out, fmt.Sprintf("exited %d, want 0: %s", c.Exit, lastLines(c.Output, 3)))
+	}
+	if e.Output != "" && !strings.Contains(c.Output, e.Output) {
+		out = append(out, fmt.Sprintf("output lacks %q: %s", e.Output, lastLines(c.Output, 3)))
+	}
+	if e.Within > 0 && c.Dur > e.Within {
+		out = append(out, fmt.Sprintf("took %.2fs, want under %v", c.Dur.Seconds(), e.Within))
+	}
+	return out
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	out := strings.Join(lines, " | ")
+	if len(out) > 600 {
+		out = out[len(out)-600:]
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func dedup(xs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}

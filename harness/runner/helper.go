@@ -1,0 +1,124 @@
+package runner
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The harness never starts a runtime from its own cgroups (on a shared host
+// those belong to someone else). Every runtime command runs as
+//
+//	cgconform exec-in-cgroup --join DIR... [--cgroupns] -- RUNTIME ARGS
+//
+// which moves itself into the caller context's cgroups, optionally enters a
+// private cgroup and mount namespace with cgroup2 mounted at the namespace
+// root (the delegated pod), and only then execs the runtime.
+
+// HelperCommand is the subcommand name of the re-exec.
+const HelperCommand = "exec-in-cgroup"
+
+const mountCommand = "mount-cgroup2-exec"
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// HelperMain implements the re-exec subcommands; args excludes the
+// program name and the subcommand. It returns only on error.
+func HelperMain(sub string, args []string) int {
+	switch sub {
+	case HelperCommand:
+		return execInCgroup(args)
+	case mountCommand:
+		return mountAndExec(args)
+	}
+	fmt.Fprintf(os.Stderr, "cgconform: unknown helper %q\n", sub)
+	return 125
+}
+
+func execInCgroup(args []string) int {
+	fs := flag.NewFlagSet(HelperCommand, flag.ContinueOnError)
+	var join listFlag
+	fs.Var(&join, "join", "cgroup directory to join (repeatable)")
+	cgroupns := fs.Bool("cgroupns", false, "run in a new cgroup and mount namespace with cgroup2 at /sys/fs/cgroup")
+	if err := fs.Parse(args); err != nil {
+		return 125
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		fmt.Fprintln(os.Stderr, "cgconform exec-in-cgroup: no command")
+		return 125
+	}
+	pid := os.Getpid()
+	for _, d := range join {
+		if err := os.WriteFile(d+"/cgroup.procs", []byte(fmt.Sprint(pid)), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: joining %s: %v\n", d, err)
+			return 125
+		}
+	}
+	if !*cgroupns {
+		return execve(argv)
+	}
+	// The cgroup namespace is per thread until exec; the child started from
+	// this locked thread inherits it, rooted at the cgroups just joined.
+	runtime.LockOSThread()
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: unshare(CLONE_NEWCGROUP): %v\n", err)
+		return 125
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 125
+	}
+	cmd := exec.Command(self, append([]string{mountCommand, "--"}, argv...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Run(); err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: %v\n", err)
+		return 125
+	}
+	return 0
+}
+
+func mountAndExec(args []string) int {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return 125
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		fmt.Fprintf(os.Stderr, "cgconform: making mounts private: %v\n", err)
+		return 125
+	}
+	// Mounted from inside the new cgroup namespace, cgroup2 shows the
+	// namespace root (the caller's cgroup) as /, as in a delegated pod.
+	if err := unix.Mount("cgroup2", "/sys/fs/cgroup", "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		fmt.Fprintf(os.Stderr, "cgconform: mounting cgroup2 at /sys/fs/cgroup: %v\n", err)
+		return 125
+	}
+	return execve(args)
+}
+
+func execve(argv []string) int {
+	p, err := exec.LookPath(argv[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: %v\n", err)
+		return 127
+	}
+	err = syscall.Exec(p, argv, os.Environ())
+	fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: exec %s: %v\n", p, err)
+	return 126
+}

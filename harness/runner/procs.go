@@ -1,0 +1,212 @@
+package runner
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// reaper makes the harness a child subreaper, so every process a runtime
+// detaches (sandboxes, gofers, container inits) is re-parented to the
+// harness. That is how the harness knows which processes it started, and
+// it never kills anything else. Zombies not owned by an exec.Cmd are
+// reaped here.
+type reaper struct {
+	mu      sync.Mutex
+	managed map[int]bool
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func newReaper() (*reaper, error) {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return nil, err
+	}
+	r := &reaper{managed: map[int]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go r.loop()
+	return r, nil
+}
+
+func (r *reaper) loop() {
+	defer close(r.done)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+			r.reap()
+		}
+	}
+}
+
+func (r *reaper) reap() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	me := os.Getpid()
+	for _, p := range listPids() {
+		if r.managed[p] {
+			continue
+		}
+		st, ppid := statOf(p)
+		if ppid == me && st == "Z" {
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(p, &ws, syscall.WNOHANG, nil)
+		}
+	}
+}
+
+// start runs start() with the reaper paused and registers the PID it
+// returns, so the reaper never steals an exec.Cmd's exit status.
+func (r *reaper) start(start func() (int, error)) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pid, err := start()
+	if err == nil {
+		r.managed[pid] = true
+	}
+	return pid, err
+}
+
+func (r *reaper) release(pid int) {
+	r.mu.Lock()
+	delete(r.managed, pid)
+	r.mu.Unlock()
+}
+
+func (r *reaper) close() {
+	close(r.stop)
+	<-r.done
+	r.reap()
+}
+
+func listPids() []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// statOf returns the state letter and parent PID of pid ("" if gone).
+func statOf(pid int) (string, int) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0
+	}
+	// comm may hold spaces and parentheses: parse after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return "", 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return "", 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return f[0], ppid
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	st, _ := statOf(pid)
+	return st != "" && st != "Z" && st != "X"
+}
+
+// descendants returns every live process below root (not root itself).
+func descendants(root int) []int {
+	children := map[int][]int{}
+	for _, p := range listPids() {
+		st, pp := statOf(p)
+		if st == "" || st == "Z" {
+			continue
+		}
+		children[pp] = append(children[pp], p)
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			out = append(out, c)
+			walk(c)
+		}
+	}
+	walk(root)
+	return out
+}
+
+func cmdline(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+func comm(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	return strings.TrimSpace(string(b))
+}
+
+// runscProcs finds the runsc sandbox and gofer processes serving id in
+// the state folder root, among the harness's descendants.
+func runscProcs(pids []int, root, id string) map[string]int {
+	out := map[string]int{}
+	for _, p := range pids {
+		args := cmdline(p)
+		if len(args) < 2 || args[len(args)-1] != id {
+			continue
+		}
+		role := ""
+		switch filepath.Base(args[0]) {
+		case "runsc-sandbox":
+			role = "sandbox"
+		case "runsc-gofer":
+			role = "gofer"
+		default:
+			continue
+		}
+		hasRoot := false
+		for i, a := range args {
+			if a == "--root="+root || a == "-root="+root || (a == "--root" || a == "-root") && i+1 < len(args) && args[i+1] == root {
+				hasRoot = true
+			}
+		}
+		if hasRoot {
+			out[role] = p
+		}
+	}
+	return out
+}
+
+// killAndWait SIGKILLs pids (which the harness started) and waits until
+// they are gone or timeout passes.
+func killAndWait(pids []int, timeout time.Duration) []int {
+	for _, p := range pids {
+		_ = unix.Kill(p, unix.SIGKILL)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		var left []int
+		for _, p := range pids {
+			if alive(p) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

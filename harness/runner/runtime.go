@@ -1,0 +1,176 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Runtime is one OCI runtime binary under test.
+type Runtime struct {
+	// Name is how cases and reports refer to it (runsc-patched, runc...).
+	Name string
+	// Path is the binary.
+	Path string
+	// Kind selects the command-line dialect: runsc, runc or crun.
+	Kind string
+}
+
+// ParseRuntimes parses "name=path,name=path,name" (a bare name is looked
+// up on PATH, or as bin/<name>).
+func ParseRuntimes(spec string) ([]Runtime, error) {
+	var out []Runtime
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, p, ok := strings.Cut(item, "=")
+		if !ok {
+			p = name
+		}
+		kind, err := KindOf(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Runtime{Name: name, Path: p, Kind: kind})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no runtimes in %q", spec)
+	}
+	return out, nil
+}
+
+// KindOf guesses the dialect from a runtime's name.
+func KindOf(name string) (string, error) {
+	base := filepath.Base(name)
+	switch {
+	case strings.Contains(base, "runsc"):
+		return "runsc", nil
+	case strings.Contains(base, "crun"):
+		return "crun", nil
+	case strings.Contains(base, "runc"):
+		return "runc", nil
+	}
+	return "", fmt.Errorf("runtime %q: cannot tell whether it is runsc, runc or crun from its name; name it after its kind (e.g. runsc-mine=/path)", name)
+}
+
+// DefaultRuntimes are used when -runtimes is not given.
+func DefaultRuntimes() []Runtime {
+	rts := []Runtime{
+		{Name: "runsc-patched", Path: "bin/runsc-patched", Kind: "runsc"},
+		{Name: "runsc-stock", Path: "bin/runsc-stock", Kind: "runsc"},
+		{Name: "runc", Path: "runc", Kind: "runc"},
+		{Name: "crun", Path: "crun", Kind: "crun"},
+	}
+	return rts
+}
+
+// Resolve finds the binary; an error says why the runtime cannot run.
+func (r *Runtime) Resolve() error {
+	if strings.Contains(r.Path, "/") {
+		abs, err := filepath.Abs(r.Path)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("%s not found at %s (build it, e.g. make runsc, or pass -runtimes %s=/path)", r.Name, abs, r.Name)
+		}
+		r.Path = abs
+		return nil
+	}
+	p, err := exec.LookPath(r.Path)
+	if err != nil {
+		return fmt.Errorf("%s not installed (not on PATH)", r.Name)
+	}
+	r.Path = p
+	return nil
+}
+
+// Version returns the first line of "<runtime> --version".
+func (r *Runtime) Version(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, r.Path, "--version").CombinedOutput()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) > 2 {
+		lines = lines[:2]
+	}
+	return strings.Join(lines, "; ")
+}
+
+// GlobalFlags are the flags before the subcommand.
+func (r *Runtime) GlobalFlags(root string, options []string) (flags []string, notes []string) {
+	flags = []string{"--root", root}
+	if r.Kind == "runsc" {
+		// No network stack setup: cgroups are what is under test.
+		flags = append(flags, "--network=none")
+	}
+	for _, o := range options {
+		switch o {
+		case "systemd-cgroup":
+			if r.Kind == "crun" {
+				flags = append(flags, "--cgroup-manager=systemd")
+			} else {
+				flags = append(flags, "--systemd-cgroup")
+			}
+		case "nested-cgroups":
+			if r.Kind == "runsc" {
+				flags = append(flags, "--nested-cgroups")
+			} else {
+				notes = append(notes, r.Kind+" has no --nested-cgroups; ran with its default placement")
+			}
+		}
+	}
+	return flags, notes
+}
+
+// Command returns argv (without the binary) for action on id.
+func (r *Runtime) Command(global []string, action, id, bundle string, args []string, signal string) []string {
+	c := append([]string(nil), global...)
+	switch action {
+	case "create":
+		c = append(c, "create", "--bundle", bundle, id)
+	case "start":
+		c = append(c, "start", id)
+	case "state":
+		c = append(c, "state", id)
+	case "exec":
+		c = append(c, "exec", id)
+		c = append(c, args...)
+	case "kill":
+		if signal == "" {
+			signal = "KILL"
+		}
+		c = append(c, "kill", id, signal)
+	case "delete":
+		c = append(c, "delete", id)
+	case "delete-force":
+		c = append(c, "delete", "--force", id)
+	default:
+		panic("unknown runtime action " + action)
+	}
+	return c
+}
+
+// StateRole is the role of the PID "state" reports: the sandbox process
+// for runsc, the container's init for runc and crun.
+func (r *Runtime) StateRole() string {
+	if r.Kind == "runsc" {
+		return "sandbox"
+	}
+	return "init"
+}
+
+// KnownRefusal returns why the runtime refuses this host mode outright,
+// given the output of a first failing create, or "".
+func KnownRefusal(kind, output string) string {
+	if kind == "crun" && strings.Contains(output, "cgroups in hybrid mode not supported") {
+		return "crun refuses hybrid hosts: \"cgroups in hybrid mode not supported\" (crun 1.8.1); covered by the v1 and v2 VM runs"
+	}
+	return ""
+}

@@ -1,0 +1,379 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/casefile"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/check"
+	"github.com/runsc-cgroups/cgconform/harness/report"
+	"golang.org/x/sys/unix"
+)
+
+const commandTimeout = 90 * time.Second
+
+// doStep runs one step, records it and its failures.
+func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
+	before := r.snapshot(cs)
+	t0 := time.Now()
+	var recs []report.Step
+	switch st.Do {
+	case "create", "start", "run", "exec", "kill", "delete", "delete-force", "state":
+		recs = r.forInstances(ctx, cs, st, r.commandStep)
+	case "kill-sandbox", "kill-gofer":
+		recs = r.forInstances(ctx, cs, st, r.killStep)
+	case "wait-stopped":
+		recs = r.forInstances(ctx, cs, st, r.waitStoppedStep)
+	case "burn":
+		recs = r.forInstances(ctx, cs, st, r.burnStep)
+	case "sleep":
+		select {
+		case <-time.After(time.Duration(st.Seconds * float64(time.Second))):
+		case <-ctx.Done():
+		}
+		recs = []report.Step{{ID: st.ID, Do: st.Do}}
+	case "check":
+		rec := report.Step{ID: st.ID, Do: st.Do}
+		if msg, diff := r.check(ctx, cs, st.Check); msg != "" {
+			cs.fail(st.ID, msg, diff)
+			rec.Error = msg
+		}
+		recs = []report.Step{rec}
+	}
+	after := r.snapshot(cs)
+	added, removed := diffSets(before, after)
+	if len(recs) > 0 {
+		recs[0].Added, recs[0].Removed = added, removed
+		if len(recs) == 1 {
+			recs[0].DurationMS = time.Since(t0).Milliseconds()
+		}
+	}
+	cs.res.Steps = append(cs.res.Steps, recs...)
+}
+
+// forInstances runs fn on every instance of the step's sandbox, all at
+// once (that is what count: N means), and checks each against the step's
+// expectation.
+func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.Step, fn func(context.Context, *caseState, *casefile.Step, *instance) (report.Step, *check.Command)) []report.Step {
+	insts := cs.insts[st.Sandbox]
+	recs := make([]report.Step, len(insts))
+	var wg sync.WaitGroup
+	for i, in := range insts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec, res := fn(ctx, cs, st, in)
+			rec.ID, rec.Do, rec.Sandbox = st.ID, st.Do, in.label
+			if res != nil {
+				e := check.Expect{}
+				if st.Expect != nil {
+					e = check.Expect{Fail: st.Expect.Fail, Output: st.Expect.Output, Within: st.Expect.Within.Duration}
+				}
+				for _, m := range check.Evaluate(e, *res) {
+					cs.fail(st.ID, in.label+": "+m, "")
+					rec.Error = strings.TrimSpace(rec.Error + "; " + m)
+				}
+			}
+			recs[i] = rec
+		}()
+	}
+	wg.Wait()
+	return recs
+}
+
+func (r *Runner) runtimeArgs(cs *caseState, in *instance, action string, st *casefile.Step) []string {
+	return append([]string{cs.rt.Path}, cs.rt.Command(in.global, action, in.id, in.bundle, st.Args, st.Signal)...)
+}
+
+func record(res cmdResult) report.Step {
+	exit := res.exit
+	rec := report.Step{Command: res.argv, Exit: &exit, DurationMS: res.dur.Milliseconds(), Output: tail(res.output, 4000)}
+	if res.err != nil {
+		rec.Error = res.err.Error()
+	}
+	return rec
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+	actions := []string{st.Do}
+	if st.Do == "run" {
+		actions = []string{"create", "start"}
+	}
+	var rec report.Step
+	var last cmdResult
+	total := time.Duration(0)
+	for _, a := range actions {
+		if a == "create" {
+			in.before = r.snapshot(cs)
+		}
+		last = r.runCommand(ctx, cs, r.runtimeArgs(cs, in, a, st), commandTimeout)
+		total += last.dur
+		rec = record(last)
+		if last.exit == 0 && last.err == nil {
+			switch a {
+			case "create":
+				in.created = true
+			case "delete", "delete-force":
+				in.deleted = true
+			}
+		} else {
+			if a == "create" {
+				// A failed create may still have left state behind:
+				// cleanup must try to delete it.
+				in.created = true
+			}
+			break
+		}
+	}
+	if len(in.notes) > 0 {
+		rec.Note = strings.Join(in.notes, "; ")
+	}
+	if st.Do == "create" || st.Do == "start" || st.Do == "run" {
+		r.observe(ctx, cs, in)
+		rec.Processes = in.procs
+	}
+	if last.err != nil {
+		rec.Error = last.err.Error()
+	}
+	return rec, &check.Command{Exit: last.exit, Output: last.output, Dur: total}
+}
+
+func (r *Runner) killStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+	role := "sandbox"
+	if st.Do == "kill-gofer" {
+		role = "gofer"
+	}
+	if cs.rt.Kind != "runsc" {
+		if role == "gofer" {
+			return report.Step{Skipped: cs.rt.Kind + " has no gofer"}, nil
+		}
+		role = "init"
+	}
+	pid := in.pids[role]
+	if pid == 0 {
+		r.observe(ctx, cs, in)
+		pid = in.pids[role]
+	}
+	if pid == 0 {
+		cs.fail(st.ID, fmt.Sprintf("%s: no %s process observed to kill", in.label, role), "")
+		return report.Step{Error: "no " + role + " process"}, nil
+	}
+	t0 := time.Now()
+	left := killAndWait([]int{pid}, 10*time.Second)
+	rec := report.Step{Note: fmt.Sprintf("SIGKILL %s pid %d", role, pid), DurationMS: time.Since(t0).Milliseconds()}
+	if len(left) > 0 {
+		cs.fail(st.ID, fmt.Sprintf("%s: %s pid %d survived SIGKILL for 10s", in.label, role, pid), "")
+	}
+	return rec, nil
+}
+
+func (r *Runner) waitStoppedStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+	t0 := time.Now()
+	deadline := t0.Add(15 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		s, err := r.state(ctx, cs, in)
+		if err == nil && s.Status == "stopped" {
+			return report.Step{DurationMS: time.Since(t0).Milliseconds()}, nil
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = "status " + s.Status
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cs.fail(st.ID, fmt.Sprintf("%s: not stopped after 15s (%s)", in.label, last), "")
+	return report.Step{Error: last}, nil
+}
+
+// burnStep burns CPU inside the container and measures how much of it the
+// caller's cgroup was charged (usage roll-up, what cAdvisor reports for
+// the container that started the runtime).
+func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+	callerUsage := func() (time.Duration, error) {
+		key := ""
+		for _, h := range r.host.Hierarchies {
+			if r.host.Mode == cgroupfs.ModeV2 && h.V2 || r.host.Mode != cgroupfs.ModeV2 && contains(h.Controllers(), "cpuacct") {
+				key = h.Key
+			}
+		}
+		return r.host.Usage(cs.callerOf(key))
+	}
+	u0, err := callerUsage()
+	if err != nil {
+		cs.fail(st.ID, "reading the caller's CPU usage: "+err.Error(), "")
+		return report.Step{Error: err.Error()}, nil
+	}
+	secs := fmt.Sprintf("%g", st.Seconds)
+	burn := *st
+	burn.Args = []string{"/bin/timeout", secs, "/bin/sh", "-c", "while :; do :; done"}
+	res := r.runCommand(ctx, cs, r.runtimeArgs(cs, in, "exec", &burn), commandTimeout)
+	u1, err := callerUsage()
+	if err != nil {
+		cs.fail(st.ID, "reading the caller's CPU usage: "+err.Error(), "")
+		return report.Step{Error: err.Error()}, nil
+	}
+	rec := record(res)
+	delta := u1 - u0
+	rec.Note = fmt.Sprintf("burned for %.2fs wall; caller cgroup usage grew by %.2fs", res.dur.Seconds(), delta.Seconds())
+	if st.Expect != nil && st.Expect.RollupAtLeast > 0 {
+		want := time.Duration(st.Expect.RollupAtLeast * st.Seconds * float64(time.Second))
+		if delta < want {
+			cs.fail(st.ID, fmt.Sprintf("%s: caller's cgroup usage grew by %.2fs, want at least %.2fs (the sandbox's CPU is not charged to its caller)", in.label, delta.Seconds(), want.Seconds()), "")
+		}
+	}
+	// timeout(1) ends the loop with a signal: its exit status is not the
+	// point here.
+	return rec, nil
+}
+
+// check evaluates one check step.
+func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (string, string) {
+	keys := r.managedKeys()
+	names := map[string]string{}
+	for _, h := range r.host.Hierarchies {
+		names[h.Key] = h.Name()
+	}
+	switch {
+	case c.Placement != nil:
+		p := c.Placement
+		var procs []report.Process
+		for _, in := range cs.insts[p.Sandbox] {
+			procs = append(procs, in.procs...)
+		}
+		rel := p.Path
+		if rel != "" {
+			rel = expandFor(cs, cs.insts[p.Sandbox][0], rel)
+		}
+		// With several instances a path can only name a shared parent.
+		return check.Placement(p.Relation, rel, p.Roles, procs, cs.caller, keys, names)
+	case len(c.Distinct) > 0:
+		m := map[string][]report.Process{}
+		for _, s := range c.Distinct {
+			for _, in := range cs.insts[s] {
+				m[in.label+" ("+filepath.Base(in.root)+")"] = in.procs
+			}
+		}
+		return check.Distinct(m, keys, names)
+	case c.Owned != "":
+		var msgs, diffs []string
+		for _, in := range cs.insts[c.Owned] {
+			if msg, diff := check.Owned(in.procs, in.before, keys, names); msg != "" {
+				msgs, diffs = append(msgs, in.label+": "+msg), append(diffs, diff)
+			}
+		}
+		return strings.Join(msgs, "; "), strings.Join(diffs, "\n")
+	case c.Running != "":
+		var bad []string
+		for _, in := range cs.insts[c.Running] {
+			s, err := r.state(ctx, cs, in)
+			switch {
+			case err != nil:
+				bad = append(bad, in.label+": state: "+err.Error())
+			case s.Status != "running":
+				bad = append(bad, in.label+": status "+s.Status)
+			}
+			for role, pid := range in.pids {
+				if !alive(pid) {
+					bad = append(bad, fmt.Sprintf("%s: %s pid %d is gone", in.label, role, pid))
+				}
+			}
+		}
+		if len(bad) > 0 {
+			return "not running", strings.Join(bad, "\n")
+		}
+	case c.Gone != "":
+		var bad []string
+		for _, in := range cs.insts[c.Gone] {
+			if s, err := r.state(ctx, cs, in); err == nil {
+				bad = append(bad, in.label+": the runtime still reports it, status "+s.Status)
+			}
+			for role, pid := range in.pids {
+				if alive(pid) {
+					bad = append(bad, fmt.Sprintf("%s: %s pid %d still alive", in.label, role, pid))
+				}
+			}
+		}
+		if len(bad) > 0 {
+			return "not gone", strings.Join(bad, "\n")
+		}
+	case c.File != nil:
+		return r.checkFile(cs, c.File)
+	case c.NothingLeft:
+		if left := r.leftovers(cs); len(left) > 0 {
+			return fmt.Sprintf("%d item(s) left behind", len(left)), strings.Join(groupByPath(left, len(r.host.Hierarchies)), "\n")
+		}
+	case c.NothingCreated:
+		added, _ := diffSets(cs.baseline, r.snapshot(cs))
+		if len(added) > 0 {
+			return fmt.Sprintf("%d cgroup(s) created", len(added)), strings.Join(groupByPath(added, len(r.host.Hierarchies)), "\n")
+		}
+	}
+	return "", ""
+}
+
+func expandFor(cs *caseState, in *instance, s string) string {
+	s = strings.ReplaceAll(s, "${id}", in.id)
+	for k, v := range cs.vars {
+		s = strings.ReplaceAll(s, "${"+k+"}", v)
+	}
+	return s
+}
+
+func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck) (string, string) {
+	h, err := r.host.ForFile(f.Name)
+	if err != nil {
+		return err.Error(), ""
+	}
+	var dirs []string
+	switch {
+	case f.Sandbox != "":
+		for _, in := range cs.insts[f.Sandbox] {
+			m, ok := check.Main(in.procs)
+			if !ok {
+				return in.label + ": no process observed", ""
+			}
+			dirs = append(dirs, m.Cgroups[h.Key])
+		}
+	case f.Cgroup == "caller":
+		dirs = []string{cs.callerOf(h.Key)}
+	case f.Cgroup == "parent":
+		dirs = []string{path.Dir(cs.callerOf(h.Key))}
+	default:
+		dirs = []string{path.Join(cs.callerOf(h.Key), strings.TrimPrefix(f.Cgroup, "caller/"))}
+	}
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(h.Dir(d), f.Name))
+		if err != nil {
+			return fmt.Sprintf("reading %s in %s:%s: %v", f.Name, h.Name(), d, unwrapErrno(err)), ""
+		}
+		if msg, diff := check.File(string(b), f.Equals, f.Contains, f.Empty); msg != "" {
+			return fmt.Sprintf("%s:%s/%s: %s", h.Name(), d, f.Name, msg), diff
+		}
+	}
+	return "", ""
+}
+
+func unwrapErrno(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		if errno, ok := pe.Err.(unix.Errno); ok {
+			return errno
+		}
+	}
+	return err
+}
