@@ -1,0 +1,190 @@
+// Command matrix runs the conformance harness on real hosts of every cgroup
+// mode, each a QEMU VM, and merges their reports.
+//
+//	go run ./ci/cmd/matrix -modes v1,hybrid,v2,systemd-v2,systemd-v1 -out out/matrix
+//
+// It builds (or takes from out/cache/vm) the Debian cloud kernel, the busybox
+// initramfs and the debootstrap'd systemd disk, puts bin/ and cases/ on a
+// payload disk, boots one VM per mode with a time limit, and writes
+// OUT/report.json, OUT/report.md and OUT/junit.xml. It exits 1 when a mode
+// gave no results or a record failed.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/runsc-cgroups/cgconform/ci/matrixreport"
+	"github.com/runsc-cgroups/cgconform/ci/vmimage"
+)
+
+func main() {
+	var o options
+	flag.StringVar(&o.modes, "modes", "all", "host modes, comma or space separated: "+modeNames()+" (or all)")
+	flag.StringVar(&o.out, "out", "out/matrix", "folder for report.json, report.md, junit.xml and per-mode logs")
+	flag.StringVar(&o.cache, "cache", "out/cache/vm", "folder for the kernel and cached base images (big; keep it git-ignored)")
+	flag.StringVar(&o.bin, "bin", "bin", "folder holding cgconform, runsc-stock and runsc-patched")
+	flag.StringVar(&o.cases, "cases", "cases", "case folder given to the harness")
+	flag.StringVar(&o.runtimes, "runtimes", "", "runtimes list given to the harness (default: the payload's runsc-patched, runsc-stock, runc, crun)")
+	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "time limit of each VM")
+	flag.IntVar(&o.cpus, "cpus", 2, "vCPUs per VM")
+	flag.IntVar(&o.mem, "mem", 3072, "memory per VM in MiB")
+	flag.StringVar(&o.kernelPkg, "kernel-pkg", vmimage.DefaultKernelPkg, "Debian kernel package to boot")
+	flag.StringVar(&o.accel, "accel", "auto", "kvm, tcg, or auto (kvm when /dev/kvm is usable)")
+	flag.BoolVar(&o.standin, "standin", false, "run the stand-in payload even when bin/cgconform exists")
+	flag.BoolVar(&o.quiet, "quiet", false, "print only progress lines, not the whole console")
+	flag.Parse()
+	if flag.NArg() != 0 {
+		fmt.Fprintf(os.Stderr, "matrix: unexpected arguments %q; see -help\n", flag.Args())
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	m, err := run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "matrix: %v\n", err)
+		os.Exit(1)
+	}
+	if bad := m.Unexpected(); len(bad) > 0 {
+		fmt.Fprintf(os.Stderr, "matrix: unexpected results:\n  %s\n", strings.Join(bad, "\n  "))
+		os.Exit(1)
+	}
+}
+
+func modeNames() string {
+	var n []string
+	for _, m := range vmimage.Modes {
+		n = append(n, m.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+type options struct {
+	modes, out, cache, bin, cases, runtimes, kernelPkg, accel string
+	timeout                                                   time.Duration
+	cpus, mem                                                 int
+	standin, quiet                                            bool
+}
+
+func useKVM(accel string) (bool, error) {
+	switch accel {
+	case "kvm":
+		return true, nil
+	case "tcg":
+		return false, nil
+	case "auto", "":
+		f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+		if err != nil {
+			return false, nil
+		}
+		f.Close()
+		return true, nil
+	}
+	return false, fmt.Errorf("-accel %q: want kvm, tcg or auto", accel)
+}
+
+func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
+	modes, err := vmimage.ParseModes(o.modes)
+	if err != nil {
+		return nil, err
+	}
+	kvm, err := useKVM(o.accel)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []*string{&o.out, &o.cache, &o.bin, &o.cases} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(o.cache, 0o755); err != nil {
+		return nil, fmt.Errorf("making the cache folder: %w", err)
+	}
+	logf := func(format string, args ...any) {
+		fmt.Printf("matrix: "+format+"\n", args...)
+	}
+	b := &vmimage.Builder{CacheDir: o.cache, KernelPkg: o.kernelPkg, Log: os.Stdout}
+
+	payload, err := payloadFor(o)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	kernel, err := b.Kernel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bases := map[vmimage.Base]string{}
+	for _, m := range modes {
+		if _, ok := bases[m.Base]; ok {
+			continue
+		}
+		var p string
+		switch m.Base {
+		case vmimage.BaseBusybox:
+			p, err = b.BusyboxInitramfs(ctx)
+		case vmimage.BaseSystemd:
+			p, err = b.SystemdDisk(ctx)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("building the %s image: %w", m.Base, err)
+		}
+		bases[m.Base] = p
+	}
+	logf("images ready in %s (kernel %s)", time.Since(start).Round(time.Second), kernel)
+
+	accel := "tcg"
+	if kvm {
+		accel = "kvm"
+	}
+	matrix := &matrixreport.Matrix{Kernel: o.kernelPkg, Accel: accel}
+	for i, m := range modes {
+		logf("[%d/%d] mode %s: %s", i+1, len(modes), m.Name, m.About)
+		mr := runMode(ctx, o, m, kernel, bases[m.Base], payload, kvm)
+		matrix.Modes = append(matrix.Modes, mr)
+		logf("[%d/%d] mode %s: %s, boot %.0fs, total %.0fs, %d records", i+1, len(modes), m.Name, mr.Status, mr.BootSeconds, mr.WallSeconds, len(mr.Records))
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("interrupted: %w", err)
+		}
+	}
+	if err := matrix.WriteAll(o.out); err != nil {
+		return nil, fmt.Errorf("writing the matrix reports: %w", err)
+	}
+	md, _ := os.ReadFile(filepath.Join(o.out, "report.md"))
+	fmt.Printf("\n%s\n", md)
+	logf("wrote %s/{report.json,report.md,junit.xml} in %s", o.out, time.Since(start).Round(time.Second))
+	return matrix, nil
+}
+
+// payloadFor lists the binaries the VMs get.
+func payloadFor(o options) (vmimage.Payload, error) {
+	p := vmimage.Payload{Bins: map[string]string{}, Runtimes: o.runtimes}
+	for _, name := range []string{"runsc-stock", "runsc-patched"} {
+		path := filepath.Join(o.bin, name)
+		if _, err := os.Stat(path); err != nil {
+			return p, fmt.Errorf("%s is missing: run `make runsc` first: %w", path, err)
+		}
+		p.Bins[name] = path
+	}
+	cg := filepath.Join(o.bin, "cgconform")
+	if _, err := os.Stat(cg); err == nil && !o.standin {
+		p.Bins["cgconform"] = cg
+		if _, err := os.Stat(o.cases); err != nil {
+			return p, fmt.Errorf("case folder %s is missing: %w", o.cases, err)
+		}
+		p.CasesDir = o.cases
+	} else {
+		fmt.Printf("matrix: no %s (or -standin): the VMs run the stand-in payload\n", cg)
+	}
+	if p.Runtimes == "" {
+		p.Runtimes = "/payload/bin/runsc-patched,/payload/bin/runsc-stock,runc,crun"
+	}
+	return p, nil
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/runsc-cgroups/cgconform/ci/matrixreport"
+	"github.com/runsc-cgroups/cgconform/ci/vmimage"
+	"github.com/runsc-cgroups/cgconform/ci/vmrun"
+)
+
+// runMode boots one VM and turns what came back into a ModeRun. It never
+// fails the whole matrix: a broken mode is a row saying why.
+func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string, p vmimage.Payload, kvm bool) matrixreport.ModeRun {
+	mr := matrixreport.ModeRun{Mode: m.Name, About: m.About, Status: "no-report"}
+	dir := filepath.Join(o.out, m.Name)
+	if err := os.RemoveAll(dir); err != nil {
+		mr.Problem = err.Error()
+		return mr
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		mr.Problem = err.Error()
+		return mr
+	}
+	disk, err := p.PayloadDisk(ctx, dir)
+	if err != nil {
+		mr.Problem = err.Error()
+		return mr
+	}
+	cmdline := []string{"console=ttyS0", "panic=-1", "loglevel=4"}
+	vm := &vmrun.VM{
+		Kernel:     kernel,
+		CPUs:       o.cpus,
+		MemoryMiB:  o.mem,
+		KVM:        kvm,
+		Timeout:    o.timeout,
+		ConsoleLog: filepath.Join(dir, "console.log"),
+		ReportPath: filepath.Join(dir, "serial-report.txt"),
+		OnLine:     lineHandler(m.Name, o.quiet),
+	}
+	switch m.Base {
+	case vmimage.BaseBusybox:
+		vm.Initrd = base
+		vm.Disks = []vmrun.Disk{{Path: disk}}
+		cmdline = append(cmdline, "rdinit=/init", "cgm.payload=/dev/nvme0n1")
+	case vmimage.BaseSystemd:
+		vm.Disks = []vmrun.Disk{{Path: base, Snapshot: true}, {Path: disk}}
+		cmdline = append(cmdline, "root=/dev/nvme0n1", "rw", "rootfstype=ext4", "systemd.show_status=0", "quiet",
+			"cgm.payload=/dev/nvme0n2")
+	}
+	vm.Cmdline = strings.Join(append(cmdline, m.Cmdline...), " ")
+	if err := os.WriteFile(filepath.Join(dir, "qemu-args.txt"), []byte(strings.Join(vm.Args(), "\n")+"\n"), 0o644); err != nil {
+		mr.Problem = err.Error()
+		return mr
+	}
+	res, err := vm.Run(ctx)
+	if res != nil {
+		mr.BootSeconds = res.Boot.Seconds()
+		mr.WallSeconds = res.Wall.Seconds()
+		mr.RunningCase = res.RunningCase
+	}
+	if err != nil {
+		mr.Status, mr.Problem = "crashed", err.Error()
+		return mr
+	}
+	files, ferr := collect(ctx, vm.ReportPath, disk)
+	if ferr != nil {
+		mr.Status = "no-report"
+		if res.TimedOut {
+			mr.Status = "timeout"
+		} else if res.ExitErr != nil {
+			mr.Status = "crashed"
+		}
+		mr.Problem = res.Describe(m.Name, o.timeout) + "\n" + ferr.Error()
+		mr.ConsoleTail = res.Tail
+		fmt.Println(mr.Problem)
+		return mr
+	}
+	os.Remove(disk) // the results are out; the disk is just bulk now
+	if err := vmrun.WriteFiles(filepath.Join(dir, "harness"), files); err != nil {
+		mr.Problem = err.Error()
+		return mr
+	}
+	if rc, err := strconv.Atoi(strings.TrimSpace(string(files["exit-code"]))); err == nil {
+		mr.HarnessExit = &rc
+	}
+	data, ok := files["report.json"]
+	if !ok {
+		mr.Problem = "the VM sent results without report.json; see " + filepath.Join(dir, "console.log")
+		mr.ConsoleTail = res.Tail
+		return mr
+	}
+	tool, recs, err := matrixreport.ParseHarnessReport(data, m.Name)
+	if err != nil {
+		mr.Problem = err.Error()
+		return mr
+	}
+	mr.Status, mr.Tool, mr.Records = "reported", tool, recs
+	if tool == "" {
+		mr.Tool = "cgconform"
+	}
+	return mr
+}
+
+// collect takes the results from the serial frame, or failing that from the
+// payload disk.
+func collect(ctx context.Context, serial, disk string) (map[string][]byte, error) {
+	f, err := os.Open(serial)
+	var tgz []byte
+	if err == nil {
+		tgz, err = vmrun.DecodeFrame(f)
+		f.Close()
+	}
+	if err != nil {
+		dest := filepath.Join(filepath.Dir(disk), "out.tgz")
+		if derr := vmimage.ExtractFromDisk(ctx, disk, "/out/out.tgz", dest); derr != nil {
+			return nil, errors.Join(fmt.Errorf("serial frame: %w", err), derr)
+		}
+		if tgz, err = os.ReadFile(dest); err != nil {
+			return nil, err
+		}
+	}
+	return vmrun.Untar(tgz)
+}
+
+// lineHandler prints the harness's progress lines (and, unless quiet, every
+// console line) prefixed by the mode.
+func lineHandler(mode string, quiet bool) func(string) {
+	return func(line string) {
+		if quiet && !isProgress(line) {
+			return
+		}
+		fmt.Printf("[%s] %s\n", mode, line)
+	}
+}
+
+func isProgress(line string) bool {
+	return strings.HasPrefix(line, "cgm:") || vmrun.DefaultProgress.MatchString(line) ||
+		strings.HasPrefix(line, "--- ") || strings.HasPrefix(line, "cgconform")
+}

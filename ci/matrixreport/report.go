@@ -1,0 +1,174 @@
+// Package matrixreport merges the harness reports of every host mode into one
+// matrix: report.json, report.md (cases × runtimes × modes, expected
+// divergences marked) and junit.xml.
+package matrixreport
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Outcomes as the harness names them.
+const (
+	Pass       = "pass"
+	Fail       = "fail"
+	Divergence = "expected-divergence"
+	Skip       = "skip"
+	Missing    = "missing" // the mode produced no record for this cell
+)
+
+// Record is one case run by one runtime on one mode.
+type Record struct {
+	Case    string  `json:"case"`
+	Runtime string  `json:"runtime"`
+	Mode    string  `json:"mode"`
+	Outcome string  `json:"outcome"`
+	Reason  string  `json:"reason,omitempty"`
+	Diff    string  `json:"diff,omitempty"`
+	Seconds float64 `json:"seconds,omitempty"`
+}
+
+// ModeRun is what one VM did.
+type ModeRun struct {
+	Mode        string   `json:"mode"`
+	About       string   `json:"about,omitempty"`
+	Status      string   `json:"status"` // reported, timeout, crashed, no-report
+	Problem     string   `json:"problem,omitempty"`
+	HarnessExit *int     `json:"harness_exit,omitempty"`
+	BootSeconds float64  `json:"boot_seconds"`
+	WallSeconds float64  `json:"wall_seconds"`
+	RunningCase string   `json:"running_case,omitempty"`
+	ConsoleTail []string `json:"console_tail,omitempty"`
+	Tool        string   `json:"tool,omitempty"` // cgconform or the stand-in
+	Records     []Record `json:"records"`
+}
+
+// Matrix is the whole run.
+type Matrix struct {
+	Kernel string    `json:"kernel,omitempty"`
+	Accel  string    `json:"accel,omitempty"`
+	Modes  []ModeRun `json:"modes"`
+}
+
+// ParseHarnessReport reads a harness report.json. It accepts the records as
+// a top-level array or under "records" or "results", and a few spellings of
+// each field, so the matrix keeps working while the harness schema settles.
+func ParseHarnessReport(data []byte, mode string) (tool string, recs []Record, err error) {
+	var top any
+	if err := json.Unmarshal(data, &top); err != nil {
+		return "", nil, fmt.Errorf("harness report.json is not JSON: %w", err)
+	}
+	var list []any
+	switch v := top.(type) {
+	case []any:
+		list = v
+	case map[string]any:
+		tool, _ = v["tool"].(string)
+		for _, k := range []string{"records", "results", "cases"} {
+			if l, ok := v[k].([]any); ok {
+				list = l
+				break
+			}
+		}
+		if list == nil {
+			return tool, nil, fmt.Errorf("harness report.json has no records/results array (keys: %s)", strings.Join(keys(v), ", "))
+		}
+	default:
+		return "", nil, fmt.Errorf("harness report.json is a %T, want an object or array", top)
+	}
+	for i, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return tool, nil, fmt.Errorf("harness record %d is a %T, want an object", i, item)
+		}
+		r := Record{
+			Case:    str(m, "case", "name", "case_name"),
+			Runtime: str(m, "runtime", "runtime_name"),
+			Mode:    str(m, "mode", "host_mode"),
+			Outcome: NormalizeOutcome(str(m, "outcome", "status", "result")),
+			Reason:  str(m, "reason", "message", "skip_reason", "divergence", "error"),
+			Diff:    str(m, "diff"),
+		}
+		if s, ok := m["seconds"].(float64); ok {
+			r.Seconds = s
+		} else if s, ok := m["duration_seconds"].(float64); ok {
+			r.Seconds = s
+		}
+		if r.Case == "" {
+			return tool, nil, fmt.Errorf("harness record %d has no case name", i)
+		}
+		// The VM is the authority on which mode it was.
+		r.Mode = mode
+		recs = append(recs, r)
+	}
+	return tool, recs, nil
+}
+
+func keys(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// str returns the first non-empty string among keys; nested objects are
+// rendered as compact JSON.
+func str(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		switch v := m[k].(type) {
+		case string:
+			if v != "" {
+				return v
+			}
+		case nil:
+		default:
+			b, _ := json.Marshal(v)
+			if s := string(b); s != "" && s != "null" && s != "{}" && s != "[]" {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// NormalizeOutcome maps the spellings a harness may use onto ours.
+func NormalizeOutcome(s string) string {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "pass", "passed", "ok":
+		return Pass
+	case "fail", "failed", "failure", "error":
+		return Fail
+	case "expected-divergence", "expected_divergence", "divergence", "diverged", "xfail", "expected":
+		return Divergence
+	case "skip", "skipped":
+		return Skip
+	case "":
+		return Missing
+	}
+	return strings.ToLower(s)
+}
+
+// Unexpected reports whether the run holds anything that should fail CI: a
+// mode without results, a harness that exited non-zero, or a failed record.
+func (m *Matrix) Unexpected() []string {
+	var out []string
+	for _, mr := range m.Modes {
+		if mr.Status != "reported" {
+			out = append(out, fmt.Sprintf("%s: %s", mr.Mode, mr.Status))
+			continue
+		}
+		for _, r := range mr.Records {
+			if r.Outcome == Fail {
+				out = append(out, fmt.Sprintf("%s: %s/%s failed", mr.Mode, r.Case, r.Runtime))
+			}
+		}
+		if mr.HarnessExit != nil && *mr.HarnessExit != 0 && len(out) == 0 {
+			out = append(out, fmt.Sprintf("%s: harness exited %d", mr.Mode, *mr.HarnessExit))
+		}
+	}
+	return out
+}

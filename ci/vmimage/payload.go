@@ -1,0 +1,122 @@
+package vmimage
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Payload is what each VM runs: the binaries under test and the cases. It is
+// rebuilt for every run and never enters a base image's hash.
+type Payload struct {
+	Bins     map[string]string // name in the VM's /payload/bin -> host path
+	CasesDir string            // copied to /payload/cases; may be empty
+	Runtimes string            // -runtimes list for the harness, as the VM sees it
+}
+
+// PayloadDisk stages the payload in dir/stage and turns it into the ext4
+// image dir/payload.ext4 (mke2fs -d, no loop device), with room for the
+// results the VM copies back onto it.
+func (p Payload) PayloadDisk(ctx context.Context, dir string) (string, error) {
+	stage := filepath.Join(dir, "stage")
+	if err := os.RemoveAll(stage); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Join(stage, "bin"), 0o755); err != nil {
+		return "", err
+	}
+	var total int64
+	for name, src := range p.Bins {
+		n, err := copyFile(src, filepath.Join(stage, "bin", name), 0o755)
+		if err != nil {
+			return "", fmt.Errorf("staging %s for the VM (build it first: make runsc cgconform): %w", src, err)
+		}
+		total += n
+	}
+	for _, f := range []string{"cgm-run", "cgm-standin"} {
+		if err := os.WriteFile(filepath.Join(stage, f), mustFile(f), 0o755); err != nil {
+			return "", err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(stage, "runtimes"), []byte(p.Runtimes+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	if p.CasesDir != "" {
+		n, err := copyTree(p.CasesDir, filepath.Join(stage, "cases"))
+		if err != nil {
+			return "", fmt.Errorf("staging the cases from %s: %w", p.CasesDir, err)
+		}
+		total += n
+	}
+	img := filepath.Join(dir, "payload.ext4")
+	os.Remove(img)
+	sizeMiB := total>>20 + 256
+	if _, err := run(ctx, "", "mke2fs", "-q", "-F", "-t", "ext4", "-L", "cgm-payload", "-d", stage, img, fmt.Sprintf("%dM", sizeMiB)); err != nil {
+		return "", fmt.Errorf("making the payload disk: %w", err)
+	}
+	if err := os.RemoveAll(stage); err != nil {
+		return "", err
+	}
+	return img, nil
+}
+
+// ExtractFromDisk copies a file out of an ext4 image with debugfs, without
+// mounting it: the fallback when the serial frame did not arrive.
+func ExtractFromDisk(ctx context.Context, img, inside, dest string) error {
+	os.Remove(dest)
+	if _, err := run(ctx, "", "debugfs", "-R", fmt.Sprintf("dump %s %s", inside, dest), img); err != nil {
+		return fmt.Errorf("reading %s from %s with debugfs: %w", inside, img, err)
+	}
+	st, err := os.Stat(dest)
+	if err != nil || st.Size() == 0 {
+		os.Remove(dest)
+		return fmt.Errorf("%s is not on the payload disk %s: the VM did not get to copy its results", inside, img)
+	}
+	return nil
+}
+
+func copyFile(src, dst string, mode os.FileMode) (int64, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+// copyTree copies regular files and folders (the cases are plain files).
+func copyTree(src, dst string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type().IsRegular():
+			n, err := copyFile(path, target, 0o644)
+			total += n
+			return err
+		case strings.HasPrefix(d.Name(), "."):
+			return nil
+		default:
+			return nil // symlinks and devices have no place among cases
+		}
+	})
+	return total, err
+}

@@ -1,0 +1,264 @@
+package vmrun
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Disk is one NVMe namespace; all share one controller, so the guest sees
+// them as nvme0n1, nvme0n2… in order, with no probe race.
+type Disk struct {
+	Path     string
+	Snapshot bool // writes go to a throw-away overlay; the cached image stays pristine
+}
+
+// VM describes one boot.
+type VM struct {
+	QEMU        string // qemu-system-x86_64 unless set
+	Kernel      string
+	Initrd      string // empty for the disk-booted systemd images
+	Cmdline     string
+	Disks       []Disk
+	CPUs        int
+	MemoryMiB   int
+	KVM         bool
+	Timeout     time.Duration
+	ConsoleLog  string // the whole console is saved here
+	ReportPath  string // the second serial port (the results frame) is written here
+	TailLines   int    // console lines kept for the failure report
+	OnLine      func(line string)
+	Progress    *regexp.Regexp // its first group names the running case
+	ExtraQEMU   []string
+	StartMarker string // console line prefix that ends the boot phase
+}
+
+// Result is what one boot produced.
+type Result struct {
+	Wall        time.Duration
+	Boot        time.Duration // until the payload announced itself; 0 if it never did
+	TimedOut    bool
+	ExitErr     error // qemu's own exit status, if it failed
+	Tail        []string
+	RunningCase string // from the last progress line
+}
+
+// DefaultProgress matches the harness's progress lines ("=== RUN case",
+// "RUN case/runtime") and the stand-in's.
+var DefaultProgress = regexp.MustCompile(`^(?:=== )?RUN\s+(\S+)`)
+
+// Args is the qemu command line for the VM.
+func (vm *VM) Args() []string {
+	accel := "tcg,thread=multi"
+	cpu := "max"
+	if vm.KVM {
+		accel, cpu = "kvm", "host"
+	}
+	cpus, mem := vm.CPUs, vm.MemoryMiB
+	if cpus <= 0 {
+		cpus = 2
+	}
+	if mem <= 0 {
+		mem = 3072
+	}
+	args := []string{
+		"-machine", "q35", "-accel", accel, "-cpu", cpu,
+		"-smp", strconv.Itoa(cpus), "-m", strconv.Itoa(mem),
+		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+		"-kernel", vm.Kernel,
+		"-append", vm.Cmdline,
+		"-serial", "stdio",
+		"-serial", "file:" + vm.ReportPath,
+		"-device", "nvme,id=nvme0,serial=cgm",
+	}
+	if vm.Initrd != "" {
+		args = append(args, "-initrd", vm.Initrd)
+	}
+	for i, d := range vm.Disks {
+		snap := "off"
+		if d.Snapshot {
+			snap = "on"
+		}
+		args = append(args,
+			"-drive", fmt.Sprintf("file=%s,if=none,id=d%d,format=raw,snapshot=%s", d.Path, i, snap),
+			"-device", fmt.Sprintf("nvme-ns,drive=d%d,bus=nvme0,nsid=%d", i, i+1))
+	}
+	return append(args, vm.ExtraQEMU...)
+}
+
+// tail keeps the last n lines.
+type tail struct {
+	mu    sync.Mutex
+	n     int
+	lines []string
+}
+
+func (t *tail) add(l string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, l)
+	if len(t.lines) > t.n {
+		t.lines = t.lines[len(t.lines)-t.n:]
+	}
+}
+
+func (t *tail) get() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.lines...)
+}
+
+// Run boots the VM and waits for it to power off, to fail, or to run out of
+// time. qemu runs in its own process group, which is killed on every path
+// out of Run, so nothing it started outlives it.
+func (vm *VM) Run(ctx context.Context) (*Result, error) {
+	bin := vm.QEMU
+	if bin == "" {
+		bin = "qemu-system-x86_64"
+	}
+	n := vm.TailLines
+	if n <= 0 {
+		n = 40
+	}
+	progress := vm.Progress
+	if progress == nil {
+		progress = DefaultProgress
+	}
+	marker := vm.StartMarker
+	if marker == "" {
+		marker = "cgm: start"
+	}
+	timeout := vm.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Minute
+	}
+	var console io.Writer = io.Discard
+	if vm.ConsoleLog != "" {
+		f, err := os.Create(vm.ConsoleLog)
+		if err != nil {
+			return nil, fmt.Errorf("creating the console log: %w", err)
+		}
+		defer f.Close()
+		console = f
+	}
+
+	cmd := exec.Command(bin, vm.Args()...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	defer devnull.Close()
+	cmd.Stdin = devnull
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = pw
+	cmd.Stderr = pw
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, fmt.Errorf("starting %s (apt-get install qemu-system-x86): %w", bin, err)
+	}
+	pw.Close()
+	pgid := cmd.Process.Pid
+	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	defer killGroup()
+
+	res := &Result{}
+	t := &tail{n: n}
+	var (
+		mu      sync.Mutex
+		running string
+		boot    time.Duration
+	)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			line := strings.TrimRight(sc.Text(), "\r")
+			fmt.Fprintln(console, line)
+			t.add(line)
+			mu.Lock()
+			if boot == 0 && strings.HasPrefix(line, marker) {
+				boot = time.Since(start)
+			}
+			if m := progress.FindStringSubmatch(line); m != nil && len(m) > 1 {
+				running = m[1]
+			}
+			mu.Unlock()
+			if vm.OnLine != nil {
+				vm.OnLine(line)
+			}
+		}
+	}()
+
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- cmd.Wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-waitDone:
+		res.ExitErr = err
+	case <-timer.C:
+		res.TimedOut = true
+		killGroup()
+		<-waitDone
+	case <-ctx.Done():
+		killGroup()
+		<-waitDone
+		res.ExitErr = ctx.Err()
+	}
+	// Anything qemu forked keeps the pipe open; the group kill ends it.
+	killGroup()
+	select {
+	case <-readDone:
+	case <-time.After(5 * time.Second):
+	}
+	pr.Close()
+	res.Wall = time.Since(start)
+	res.Tail = t.get()
+	mu.Lock()
+	res.Boot, res.RunningCase = boot, running
+	mu.Unlock()
+	if res.ExitErr != nil && errors.Is(res.ExitErr, context.Canceled) {
+		return res, res.ExitErr
+	}
+	return res, nil
+}
+
+// Describe explains an unfinished VM: why it stopped, which case was
+// running, and the last console lines.
+func (r *Result) Describe(mode string, timeout time.Duration) string {
+	var b strings.Builder
+	switch {
+	case r.TimedOut:
+		fmt.Fprintf(&b, "mode %s: VM killed after its %s time limit", mode, timeout)
+	case r.ExitErr != nil:
+		fmt.Fprintf(&b, "mode %s: qemu failed: %v", mode, r.ExitErr)
+	default:
+		fmt.Fprintf(&b, "mode %s: VM powered off without sending its results", mode)
+	}
+	if r.RunningCase != "" {
+		fmt.Fprintf(&b, "; last case started: %s", r.RunningCase)
+	}
+	fmt.Fprintf(&b, "\nlast %d console lines:\n", len(r.Tail))
+	for _, l := range r.Tail {
+		fmt.Fprintf(&b, "  | %s\n", l)
+	}
+	return b.String()
+}
