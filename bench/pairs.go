@@ -1,0 +1,169 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+)
+
+// Sample is one timed run of an operation that succeeded.
+type Sample struct {
+	Seconds float64 `json:"seconds"`
+	// Phases splits Seconds into the runtime commands it took, in order
+	// (create, start, delete for a sandbox lifecycle).
+	Phases []Phase `json:"phases,omitempty"`
+}
+
+// Phase is one runtime command inside a Sample.
+type Phase struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Trial runs the measured operation once. It returns an error when the
+// operation failed; a failed operation is never timed.
+type Trial func(ctx context.Context, pair int) (Sample, error)
+
+// Pair is one baseline run and one candidate run taken back to back.
+type Pair struct {
+	Index          int     `json:"index"`
+	CandidateFirst bool    `json:"candidateFirst"`
+	Baseline       Sample  `json:"baseline"`
+	Candidate      Sample  `json:"candidate"`
+	Ratio          float64 `json:"ratio"` // candidate / baseline
+}
+
+// CandidateFirst reports whether pair i runs the candidate before the
+// baseline. Pairs alternate (B A, A B, …) so that neither binary always
+// profits from warm caches or pays for a cold start.
+func CandidateFirst(i int) bool { return i%2 == 1 }
+
+// Sides is the order of the two runs of pair i.
+func Sides(i int) [2]string {
+	if CandidateFirst(i) {
+		return [2]string{"candidate", "baseline"}
+	}
+	return [2]string{"baseline", "candidate"}
+}
+
+// Order lists which side runs when over n pairs, two entries per pair.
+func Order(n int) []string {
+	out := make([]string, 0, 2*n)
+	for i := 0; i < n; i++ {
+		s := Sides(i)
+		out = append(out, s[0], s[1])
+	}
+	return out
+}
+
+// NewPair pairs two samples and computes candidate/baseline.
+func NewPair(i int, baseline, candidate Sample) (Pair, error) {
+	if baseline.Seconds <= 0 || candidate.Seconds <= 0 {
+		return Pair{}, fmt.Errorf("pair %d: durations must be positive (baseline %v s, candidate %v s): a run was not timed", i, baseline.Seconds, candidate.Seconds)
+	}
+	return Pair{
+		Index:          i,
+		CandidateFirst: CandidateFirst(i),
+		Baseline:       baseline,
+		Candidate:      candidate,
+		Ratio:          candidate.Seconds / baseline.Seconds,
+	}, nil
+}
+
+// RunPairs runs n interleaved pairs. It stops at the first failed run and
+// returns the pairs completed so far with an error naming the pair and side:
+// the caller reports it, it never becomes a timing.
+func RunPairs(ctx context.Context, n int, baseline, candidate Trial) ([]Pair, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("need at least one pair, got %d", n)
+	}
+	pairs := make([]Pair, 0, n)
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return pairs, fmt.Errorf("pair %d not run: %w", i, err)
+		}
+		var b, c Sample
+		var err error
+		run := func(side string) error {
+			if side == "candidate" {
+				c, err = candidate(ctx, i)
+			} else {
+				b, err = baseline(ctx, i)
+			}
+			if err != nil {
+				return fmt.Errorf("pair %d, %s run failed (not timed): %w", i, side, err)
+			}
+			return nil
+		}
+		for _, side := range Sides(i) {
+			if err := run(side); err != nil {
+				return pairs, err
+			}
+		}
+		p, err := NewPair(i, b, c)
+		if err != nil {
+			return pairs, err
+		}
+		pairs = append(pairs, p)
+	}
+	return pairs, nil
+}
+
+// PairStats sums up a set of pairs.
+type PairStats struct {
+	Pairs     int     `json:"pairs"`
+	Ratio     Summary `json:"ratio"`
+	Baseline  Summary `json:"baselineSeconds"`
+	Candidate Summary `json:"candidateSeconds"`
+	// Phase medians per side, to show where a difference comes from.
+	BaselinePhases  []Phase `json:"baselinePhaseMedians,omitempty"`
+	CandidatePhases []Phase `json:"candidatePhaseMedians,omitempty"`
+}
+
+// Stats summarises pairs: the per-pair ratio first, the raw seconds after.
+func Stats(pairs []Pair) (PairStats, error) {
+	if len(pairs) == 0 {
+		return PairStats{}, ErrEmpty
+	}
+	var r, b, c []float64
+	for _, p := range pairs {
+		r = append(r, p.Ratio)
+		b = append(b, p.Baseline.Seconds)
+		c = append(c, p.Candidate.Seconds)
+	}
+	st := PairStats{Pairs: len(pairs)}
+	var err error
+	if st.Ratio, err = Summarize(r); err != nil {
+		return PairStats{}, err
+	}
+	if st.Baseline, err = Summarize(b); err != nil {
+		return PairStats{}, err
+	}
+	if st.Candidate, err = Summarize(c); err != nil {
+		return PairStats{}, err
+	}
+	st.BaselinePhases = phaseMedians(pairs, func(p Pair) Sample { return p.Baseline })
+	st.CandidatePhases = phaseMedians(pairs, func(p Pair) Sample { return p.Candidate })
+	return st, nil
+}
+
+func phaseMedians(pairs []Pair, side func(Pair) Sample) []Phase {
+	var names []string
+	by := map[string][]float64{}
+	for _, p := range pairs {
+		for _, ph := range side(p).Phases {
+			if _, ok := by[ph.Name]; !ok {
+				names = append(names, ph.Name)
+			}
+			by[ph.Name] = append(by[ph.Name], ph.Seconds)
+		}
+	}
+	var out []Phase
+	for _, n := range names {
+		m, err := Median(by[n])
+		if err != nil {
+			continue
+		}
+		out = append(out, Phase{Name: n, Seconds: m})
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestOrderAlternates(t *testing.T) {
+	want := []string{"baseline", "candidate", "candidate", "baseline", "baseline", "candidate", "candidate", "baseline"}
+	if diff := cmp.Diff(want, Order(4)); diff != "" {
+		t.Errorf("Order(4) (-want +got):\n%s", diff)
+	}
+}
+
+// fakeTrial returns scripted durations and records the call order.
+func fakeTrial(side string, secs []float64, calls *[]string, failAt int) Trial {
+	return func(_ context.Context, i int) (Sample, error) {
+		*calls = append(*calls, side)
+		if i == failAt {
+			return Sample{}, errors.New("runtime exploded")
+		}
+		return Sample{Seconds: secs[i], Phases: []Phase{{"create", secs[i] / 2}, {"start", secs[i] / 2}}}, nil
+	}
+}
+
+func TestRunPairs(t *testing.T) {
+	var calls []string
+	base := []float64{1, 2, 4, 1}
+	cand := []float64{1.1, 2, 2, 3}
+	ps, err := RunPairs(context.Background(), 4, fakeTrial("baseline", base, &calls, -1), fakeTrial("candidate", cand, &calls, -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Order(4), calls); diff != "" {
+		t.Errorf("call order (-want +got):\n%s", diff)
+	}
+	var ratios []float64
+	for i, p := range ps {
+		if p.Index != i || p.CandidateFirst != (i%2 == 1) {
+			t.Errorf("pair %d: index %d, candidateFirst %v", i, p.Index, p.CandidateFirst)
+		}
+		// Each ratio comes from its own pair, not from sorted sides.
+		if p.Baseline.Seconds != base[i] || p.Candidate.Seconds != cand[i] {
+			t.Errorf("pair %d paired %v with %v, want %v with %v", i, p.Candidate.Seconds, p.Baseline.Seconds, cand[i], base[i])
+		}
+		ratios = append(ratios, p.Ratio)
+	}
+	want := []float64{1.1, 1, 0.5, 3}
+	if diff := cmp.Diff(want, ratios, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-12 })); diff != "" {
+		t.Errorf("ratios (-want +got):\n%s", diff)
+	}
+	st, err := Stats(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Median of per-pair ratios (0.5 1 1.1 3) is 1.05; the ratio of the
+	// medians (2/1.5) would be 1.33: the pairing matters.
+	if math.Abs(st.Ratio.Median-1.05) > 1e-12 {
+		t.Errorf("median ratio = %v, want 1.05", st.Ratio.Median)
+	}
+	if diff := cmp.Diff([]Phase{{"create", 0.75}, {"start", 0.75}}, st.BaselinePhases); diff != "" {
+		t.Errorf("baseline phase medians (-want +got):\n%s", diff)
+	}
+}
+
+func TestRunPairsStopsAtFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		baseFail, candFail int
+		wantPairs          int
+		wantCalls          []string
+		wantInErr          []string
+	}{
+		{"candidate fails in pair 1 (it runs first there)", -1, 1, 1,
+			[]string{"baseline", "candidate", "candidate"}, []string{"pair 1", "candidate run failed (not timed)", "runtime exploded"}},
+		{"baseline fails in pair 0", 0, -1, 0,
+			[]string{"baseline"}, []string{"pair 0", "baseline run failed"}},
+		{"baseline fails in pair 1, after the candidate", 1, -1, 1,
+			[]string{"baseline", "candidate", "candidate", "baseline"}, []string{"pair 1", "baseline"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls []string
+			secs := []float64{1, 1, 1}
+			ps, err := RunPairs(context.Background(), 3, fakeTrial("baseline", secs, &calls, tc.baseFail), fakeTrial("candidate", secs, &calls, tc.candFail))
+			if err == nil {
+				t.Fatal("no error from a failed run")
+			}
+			for _, s := range tc.wantInErr {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not mention %q", err, s)
+				}
+			}
+			if len(ps) != tc.wantPairs {
+				t.Errorf("got %d pairs, want %d", len(ps), tc.wantPairs)
+			}
+			if diff := cmp.Diff(tc.wantCalls, calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNewPairRejectsUntimed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b, c float64
+	}{{"zero baseline", 0, 1}, {"zero candidate", 1, 0}, {"negative", -1, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := NewPair(0, Sample{Seconds: tc.b}, Sample{Seconds: tc.c}); err == nil {
+				t.Error("no error")
+			}
+		})
+	}
+}
+
+func TestRunPairsNeedsPairs(t *testing.T) {
+	if _, err := RunPairs(context.Background(), 0, nil, nil); err == nil {
+		t.Error("no error for 0 pairs")
+	}
+}

@@ -1,0 +1,302 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Schema names the report format.
+const Schema = "cgbench/v1"
+
+// Report is out/bench/report.json.
+type Report struct {
+	Schema   string    `json:"schema"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Command  string    `json:"command"`
+	Machine  Machine   `json:"machine"`
+	Binaries []Binary  `json:"binaries"`
+	// Identical is set when stock and patched are the same file: then
+	// every ratio measures noise only.
+	Identical   bool              `json:"identicalBinaries"`
+	Startup     []StartupResult   `json:"startup"`
+	Collision   *CollisionResult  `json:"collision,omitempty"`
+	Parallel    *ParallelResult   `json:"parallel,omitempty"`
+	Conformance []ConformanceWall `json:"conformance"`
+	Targets     []Target          `json:"targets"`
+	// Errors are runs that failed where they must not: cgbench exits 1.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Machine is where the numbers come from.
+type Machine struct {
+	Hostname   string   `json:"hostname"`
+	NProc      int      `json:"nproc"`
+	CPU        string   `json:"cpu,omitempty"`
+	MemTotal   string   `json:"memTotal,omitempty"`
+	Kernel     string   `json:"kernel"`
+	CgroupMode string   `json:"cgroupMode"`
+	Caller     []string `json:"callerCgroups,omitempty"`
+	LoadBefore string   `json:"loadavgBefore"`
+	LoadAfter  string   `json:"loadavgAfter"`
+	Notes      []string `json:"notes,omitempty"`
+}
+
+// Binary is one runtime file measured.
+type Binary struct {
+	Name       string `json:"name"`
+	Path       string `json:"path"`
+	SHA256     string `json:"sha256"`
+	NestedFlag bool   `json:"nestedCgroupsFlag"`
+	Series     string `json:"series,omitempty"`
+}
+
+// ConformanceWall is the wall time of one conformance run.
+type ConformanceWall struct {
+	Mode    string  `json:"mode"`
+	Source  string  `json:"source"`
+	Seconds float64 `json:"seconds,omitempty"`
+	Status  string  `json:"status,omitempty"`
+	Note    string  `json:"note,omitempty"`
+}
+
+// ConformanceWalls reads the wall time of the conformance run on this host
+// (harness report: started/finished) and of each matrix mode (matrix
+// report: modes[].wall_seconds). A missing file is "not measured".
+func ConformanceWalls(hostReport, matrixReport string) []ConformanceWall {
+	var out []ConformanceWall
+	if data, err := os.ReadFile(hostReport); err != nil {
+		out = append(out, ConformanceWall{Mode: "this host", Source: hostReport, Note: "not measured: no report (run make conformance)"})
+	} else {
+		out = append(out, parseHarnessWall(data, hostReport))
+	}
+	data, err := os.ReadFile(matrixReport)
+	if err != nil {
+		return append(out, ConformanceWall{Mode: "VM matrix", Source: matrixReport, Note: "not measured: no report (run make matrix)"})
+	}
+	return append(out, parseMatrixWalls(data, matrixReport)...)
+}
+
+func parseHarnessWall(data []byte, src string) ConformanceWall {
+	w := ConformanceWall{Mode: "this host", Source: src}
+	var r struct {
+		Started  time.Time `json:"started"`
+		Finished time.Time `json:"finished"`
+		Host     struct {
+			Mode string `json:"mode"`
+		} `json:"host"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		w.Note = "not measured: unreadable report: " + err.Error()
+		return w
+	}
+	if r.Host.Mode != "" {
+		w.Mode = r.Host.Mode + " (this host)"
+	}
+	if r.Started.IsZero() || r.Finished.Before(r.Started) {
+		w.Note = "not measured: the report has no started/finished times"
+		return w
+	}
+	w.Seconds = r.Finished.Sub(r.Started).Seconds()
+	w.Status = "finished " + r.Finished.UTC().Format(time.RFC3339)
+	return w
+}
+
+func parseMatrixWalls(data []byte, src string) []ConformanceWall {
+	var m struct {
+		Modes []struct {
+			Mode    string  `json:"mode"`
+			Status  string  `json:"status"`
+			Wall    float64 `json:"wall_seconds"`
+			Problem string  `json:"problem"`
+		} `json:"modes"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil || len(m.Modes) == 0 {
+		note := "not measured: no modes in the matrix report"
+		if err != nil {
+			note = "not measured: unreadable matrix report: " + err.Error()
+		}
+		return []ConformanceWall{{Mode: "VM matrix", Source: src, Note: note}}
+	}
+	var out []ConformanceWall
+	for _, md := range m.Modes {
+		w := ConformanceWall{Mode: md.Mode + " (VM)", Source: src, Seconds: md.Wall, Status: md.Status, Note: md.Problem}
+		if md.Wall <= 0 {
+			w.Note = strings.TrimSpace("not measured " + md.Problem)
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// Evaluate fills r.Targets from the measurements.
+func (r *Report) Evaluate() {
+	r.Targets = nil
+	for _, s := range r.Startup {
+		if s.Variant.Name == "default-empty-path" {
+			continue // extra information, no target of its own
+		}
+		r.Targets = append(r.Targets, StartupTarget(s))
+	}
+	if r.Collision != nil {
+		r.Targets = append(r.Targets, CollisionTarget(*r.Collision))
+	}
+	if r.Parallel != nil {
+		r.Targets = append(r.Targets, ParallelTarget(*r.Parallel))
+	}
+}
+
+// Markdown writes the tables.
+func (r *Report) Markdown(w io.Writer) {
+	m := r.Machine
+	fmt.Fprintf(w, "Measured %s – %s UTC on `%s`: %d CPUs (%s), %s, kernel %s, cgroup mode **%s**. Load average before: %s; after: %s.\n\n",
+		r.Started.UTC().Format("2006-01-02 15:04"), r.Finished.UTC().Format("15:04"), m.Hostname, m.NProc, m.CPU, m.MemTotal, m.Kernel, m.CgroupMode, m.LoadBefore, m.LoadAfter)
+	for _, b := range r.Binaries {
+		nested := "no --nested-cgroups"
+		if b.NestedFlag {
+			nested = "has --nested-cgroups"
+		}
+		series := ""
+		if b.Series != "" {
+			series = ", series: " + b.Series
+		}
+		fmt.Fprintf(w, "- `%s`: sha256 %.12s…, %s%s\n", b.Name, b.SHA256, nested, series)
+	}
+	if r.Identical {
+		fmt.Fprintf(w, "- **stock and patched are the same file**: every ratio below measures noise only.\n")
+	}
+	for _, n := range m.Notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+	fmt.Fprintf(w, "\n### Targets\n\n| target | goal | measured | status | why |\n|---|---|---|---|---|\n")
+	for _, t := range r.Targets {
+		fmt.Fprintf(w, "| %s | %s | %s | **%s** | %s |\n", t.Name, t.Goal, t.Measured, t.Status, cell(t.Why))
+	}
+
+	fmt.Fprintf(w, "\n### create + start + delete of one busybox sandbox (ratio = candidate / baseline, per pair)\n\n")
+	fmt.Fprintf(w, "| variant | candidate | baseline | pairs | median ratio | IQR | min – max | candidate median s | baseline median s | phases (create/start/delete, median s) |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range r.Startup {
+		v := s.Variant
+		if s.Stats == nil {
+			why := s.Skipped
+			if why == "" {
+				why = "failed: " + s.Error
+			}
+			fmt.Fprintf(w, "| %s | `%s` | `%s` | — | not measured | | | | | %s |\n", v.Name, v.Candidate.Label(), v.Baseline.Label(), cell(why))
+			continue
+		}
+		st := s.Stats
+		fmt.Fprintf(w, "| %s | `%s` | `%s` | %d | **%.3f** | %.3f – %.3f | %.3f – %.3f | %.3f | %.3f | %s vs %s |\n",
+			v.Name, v.Candidate.Label(), v.Baseline.Label(), st.Pairs, st.Ratio.Median, st.Ratio.Q1, st.Ratio.Q3, st.Ratio.Min, st.Ratio.Max,
+			st.Candidate.Median, st.Baseline.Median, phaseList(st.CandidatePhases), phaseList(st.BaselinePhases))
+	}
+	for _, s := range r.Startup {
+		if s.Variant.Note != "" {
+			fmt.Fprintf(w, "\n%s: %s.", s.Variant.Name, s.Variant.Note)
+		}
+	}
+	fmt.Fprintln(w)
+
+	if c := r.Collision; c != nil {
+		fmt.Fprintf(w, "\n### Same-ID collision: first `delete -force` (two sandboxes, one ID, two --root folders, empty cgroupsPath)\n\n")
+		fmt.Fprintf(w, "| runtime | runs | median s | IQR s | min – max s | exit codes | other sandbox still running | cgroups left after both deletes |\n|---|---|---|---|---|---|---|---|\n")
+		row := func(name string, runs []CollisionRun, s *Summary, exits map[int]int) {
+			if s == nil {
+				fmt.Fprintf(w, "| %s | 0 | — | | | | | |\n", name)
+				return
+			}
+			running, left := 0, 0
+			for _, r := range runs {
+				if r.SecondRunning {
+					running++
+				}
+				left += len(r.Leftovers)
+			}
+			fmt.Fprintf(w, "| %s | %d | %.3f | %.3f – %.3f | %.3f – %.3f | %s | %d of %d | %d dirs in total |\n",
+				name, len(runs), s.Median, s.Q1, s.Q3, s.Min, s.Max, exitList(exits), running, len(runs), left)
+		}
+		row("runsc-stock", c.Stock, c.StockSec, c.StockExit)
+		row("runsc-patched", c.Patched, c.PatchSec, c.PatchExit)
+		if c.Ratio != nil {
+			fmt.Fprintf(w, "\nPer-pair ratio patched/stock of the first delete: median %.3f (min %.3f, max %.3f).\n", c.Ratio.Median, c.Ratio.Min, c.Ratio.Max)
+		}
+		for _, runs := range [][]CollisionRun{c.Stock, c.Patched} {
+			if f := firstFailure(runs); f != "" {
+				fmt.Fprintf(w, "\nA failed first delete (`%s`): %s\n", runs[0].ID, cell(f))
+			}
+		}
+		if c.Error != "" {
+			fmt.Fprintf(w, "\n**Stopped early:** %s\n", cell(c.Error))
+		}
+	}
+
+	if p := r.Parallel; p != nil {
+		fmt.Fprintf(w, "\n### N sandboxes created + started in parallel from one caller cgroup\n\n")
+		if p.Note != "" {
+			fmt.Fprintf(w, "**%s**\n\n", p.Note)
+		}
+		fmt.Fprintf(w, "| runtime | N | runs | failures | median total s | min – max s | per sandbox s | vs N=1 | median latency per sandbox s | median delete-all s | leaked |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, pt := range p.Points {
+			var dels, lats []float64
+			for _, b := range pt.Runs {
+				dels = append(dels, b.DeleteSeconds)
+				if b.Latency != nil {
+					lats = append(lats, b.Latency.Median)
+				}
+			}
+			dm, _ := Median(dels)
+			lm, _ := Median(lats)
+			if pt.Seconds == nil {
+				fmt.Fprintf(w, "| `%s` | %d | %d | %d | — | | | | %.3f | %.3f | %d |\n", pt.Runtime, pt.N, len(pt.Runs), pt.Failures, lm, dm, pt.Leaked)
+				continue
+			}
+			fmt.Fprintf(w, "| `%s` | %d | %d | %d | %.3f | %.3f – %.3f | %.3f | %.2fx | %.3f | %.3f | %d |\n",
+				pt.Runtime, pt.N, len(pt.Runs), pt.Failures, pt.Seconds.Median, pt.Seconds.Min, pt.Seconds.Max, pt.PerSandbox, pt.Relative, lm, dm, pt.Leaked)
+		}
+		if p.Error != "" {
+			fmt.Fprintf(w, "\n**Stopped early:** %s\n", cell(p.Error))
+		}
+	}
+
+	fmt.Fprintf(w, "\n### Conformance run, wall time per host mode\n\n| mode | wall s | status | source |\n|---|---|---|---|\n")
+	for _, c := range r.Conformance {
+		secs := "not measured"
+		if c.Seconds > 0 {
+			secs = fmt.Sprintf("%.1f", c.Seconds)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | `%s` |\n", c.Mode, secs, cell(strings.TrimSpace(c.Status+" "+c.Note)), c.Source)
+	}
+	if len(r.Errors) > 0 {
+		fmt.Fprintf(w, "\n### Failed runs (cgbench exits 1)\n\n")
+		for _, e := range r.Errors {
+			fmt.Fprintf(w, "- %s\n", cell(e))
+		}
+	}
+}
+
+func phaseList(ps []Phase) string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, fmt.Sprintf("%.3f", p.Seconds))
+	}
+	return strings.Join(s, "/")
+}
+
+// cell keeps a value on one table row.
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "|", "\\|")
+	if len(s) > 600 {
+		s = s[:600] + "…"
+	}
+	return s
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}

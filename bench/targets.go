@@ -1,0 +1,190 @@
+package bench
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Target states.
+const (
+	Met         = "met"
+	Missed      = "missed"
+	NotMeasured = "not measured"
+)
+
+// Target is one goal from the issue and how this run did against it.
+type Target struct {
+	Name     string `json:"name"`
+	Goal     string `json:"goal"`
+	Measured string `json:"measured"`
+	Status   string `json:"status"`
+	Why      string `json:"why,omitempty"`
+}
+
+// Limits from the issue.
+const (
+	MaxStartupRatio      = 1.05
+	MaxCollisionDelete   = 0.1 // seconds
+	MaxParallelRelative  = 2.0
+	ParallelTargetN      = 64
+	startupGoal          = "patched/stock median ≤ 1.05"
+	collisionGoalPatched = "first delete exits 0 in < 0.1 s (median)"
+)
+
+// StartupTarget judges one create+start+delete variant.
+func StartupTarget(r StartupResult) Target {
+	t := Target{Name: "create+start+delete, " + r.Variant.Name, Goal: startupGoal}
+	switch {
+	case r.Skipped != "":
+		t.Status, t.Measured, t.Why = NotMeasured, "—", r.Skipped
+	case r.Error != "" || r.Stats == nil:
+		t.Status, t.Measured = NotMeasured, "—"
+		t.Why = "a run failed, so nothing was timed: " + r.Error
+	default:
+		s := r.Stats.Ratio
+		t.Measured = fmt.Sprintf("%.3f (IQR %.3f–%.3f, %d pairs)", s.Median, s.Q1, s.Q3, s.N)
+		if s.Median <= MaxStartupRatio {
+			t.Status = Met
+		} else {
+			t.Status = Missed
+			t.Why = fmt.Sprintf("median per-pair ratio %.3f > %.2f: patched %.3fs vs stock %.3fs (median seconds)", s.Median, MaxStartupRatio, r.Stats.Candidate.Median, r.Stats.Baseline.Median)
+		}
+	}
+	return t
+}
+
+// CollisionTarget judges patched's first delete in the same-ID collision.
+func CollisionTarget(r CollisionResult) Target {
+	t := Target{Name: "same-ID collision, first delete (patched)", Goal: collisionGoalPatched}
+	if len(r.Patched) == 0 || r.PatchSec == nil {
+		t.Status, t.Measured = NotMeasured, "—"
+		t.Why = "no collision pair completed: " + r.Error
+		return t
+	}
+	bad := 0
+	for code, n := range r.PatchExit {
+		if code != 0 {
+			bad += n
+		}
+	}
+	t.Measured = fmt.Sprintf("median %.3fs, exits %s", r.PatchSec.Median, exitList(r.PatchExit))
+	var why []string
+	if bad > 0 {
+		why = append(why, fmt.Sprintf("%d of %d first deletes failed: %s", bad, len(r.Patched), firstFailure(r.Patched)))
+	}
+	if r.PatchSec.Median >= MaxCollisionDelete {
+		why = append(why, fmt.Sprintf("median %.3fs ≥ %.1fs", r.PatchSec.Median, MaxCollisionDelete))
+	}
+	if r.Error != "" {
+		why = append(why, "run stopped early: "+r.Error)
+	}
+	if len(why) == 0 {
+		t.Status = Met
+		return t
+	}
+	t.Status = Missed
+	t.Why = joinWhy(why)
+	return t
+}
+
+// ParallelTarget judges N = 64 against N = 1 for the candidate.
+func ParallelTarget(r ParallelResult) Target {
+	t := Target{
+		Name: fmt.Sprintf("%d in parallel, %s", ParallelTargetN, r.Candidate.Label()),
+		Goal: fmt.Sprintf("0 failures, per-sandbox cost < %.0fx N=1", MaxParallelRelative),
+	}
+	var p1, p64 *ParallelPoint
+	for i := range r.Points {
+		p := &r.Points[i]
+		if p.Runtime != r.Candidate.Label() {
+			continue
+		}
+		switch p.N {
+		case 1:
+			p1 = p
+		case ParallelTargetN:
+			p64 = p
+		}
+	}
+	if p1 == nil || p64 == nil || len(p64.Runs) == 0 {
+		t.Status, t.Measured = NotMeasured, "—"
+		t.Why = "N = 1 and N = 64 were not both run"
+		if r.Error != "" {
+			t.Why += ": " + r.Error
+		}
+		return t
+	}
+	var why []string
+	t.Measured = fmt.Sprintf("%d failures in %d runs", p64.Failures, len(p64.Runs))
+	if p64.Failures > 0 {
+		why = append(why, fmt.Sprintf("%d sandbox failures at N=%d", p64.Failures, ParallelTargetN))
+		for _, b := range p64.Runs {
+			if len(b.Errors) > 0 {
+				why = append(why, "first: "+b.Errors[0])
+				break
+			}
+		}
+	}
+	if p64.Leaked > 0 {
+		why = append(why, fmt.Sprintf("%d cgroups left behind", p64.Leaked))
+	}
+	if p64.Relative > 0 {
+		t.Measured += fmt.Sprintf(", per-sandbox %.3fs = %.2fx N=1", p64.PerSandbox, p64.Relative)
+		if p64.Relative >= MaxParallelRelative {
+			why = append(why, fmt.Sprintf("per-sandbox cost %.2fx ≥ %.0fx that of N=1", p64.Relative, MaxParallelRelative))
+		}
+	} else {
+		why = append(why, "no run without failures to time at N=1 and N=64")
+	}
+	if r.Note != "" {
+		why = append(why, r.Note)
+	}
+	switch {
+	case len(why) == 0:
+		t.Status = Met
+	case r.Note != "" && len(why) == 1:
+		// Measured, but not in the mode the target is about.
+		t.Status = NotMeasured
+		t.Why = r.Note
+	default:
+		t.Status = Missed
+		t.Why = joinWhy(why)
+	}
+	return t
+}
+
+func exitList(m map[int]int) string {
+	var codes []int
+	for c := range m {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	s := ""
+	for i, c := range codes {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%d×%d", m[c], c)
+	}
+	return s
+}
+
+func firstFailure(runs []CollisionRun) string {
+	for _, r := range runs {
+		if r.FirstDelete.Exit != 0 {
+			return fmt.Sprintf("exit %d after %.2fs: %s", r.FirstDelete.Exit, r.FirstDelete.Seconds, lastLine(r.FirstDelete.Stderr))
+		}
+	}
+	return ""
+}
+
+func joinWhy(parts []string) string {
+	s := ""
+	for i, p := range parts {
+		if i > 0 {
+			s += "; "
+		}
+		s += p
+	}
+	return s
+}

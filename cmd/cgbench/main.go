@@ -1,0 +1,599 @@
+// Command cgbench measures what the runsc cgroup patches cost next to stock
+// runsc, on this host, with the two binaries interleaved in one run.
+//
+//	cgbench [flags]                          measure, write -out/report.{json,md}
+//	cgbench render -in report.json [-docs F] re-render the tables
+//	cgbench exec-in-cgroup -procs F,F… -- CMD ARGS…
+//	                                         join our test cgroups, exec CMD
+//
+// Every sandbox is started from a worker process that cgbench places in a
+// cgroup tree of its own (<mount>/cgbench-<pid>/caller in every hierarchy a
+// runtime uses) and removes afterwards; nothing runs from the caller's
+// cgroup. It needs root. See docs/BENCHMARKS.md.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/runsc-cgroups/cgconform/bench"
+	"github.com/runsc-cgroups/cgconform/bench/cgtree"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "exec-in-cgroup":
+			os.Exit(execInCgroup(os.Args[2:]))
+		case "worker":
+			os.Exit(worker(os.Args[2:]))
+		case "render":
+			os.Exit(render(os.Args[2:]))
+		}
+	}
+	os.Exit(measure(os.Args[1:]))
+}
+
+// plan is what the measuring parent hands the worker.
+type plan struct {
+	Stock, Patched  bench.Runtime
+	NestedFlag      bool
+	WorkDir, Rootfs string
+	RunID           string
+	Tree            *cgtree.Tree
+	All             []cgtree.Hierarchy
+	Pairs           int
+	Ns              []int
+	Reps            int
+	Only            map[string]bool
+	Timeout         time.Duration
+	KeepLogs        bool
+	LogDir          string
+}
+
+// result is what the worker hands back (rewritten after each scenario).
+type result struct {
+	Startup   []bench.StartupResult  `json:"startup"`
+	Collision *bench.CollisionResult `json:"collision,omitempty"`
+	Parallel  *bench.ParallelResult  `json:"parallel,omitempty"`
+	Errors    []string               `json:"errors,omitempty"`
+	Caller    []string               `json:"caller,omitempty"`
+}
+
+func measure(args []string) int {
+	fs := flag.NewFlagSet("cgbench", flag.ExitOnError)
+	out := fs.String("out", "out/bench", "folder for report.json, report.md and the runtime logs")
+	stock := fs.String("stock", "bin/runsc-stock", "baseline runsc")
+	patched := fs.String("patched", "bin/runsc-patched", "candidate runsc (the series applied)")
+	pairs := fs.Int("pairs", 20, "interleaved pairs per ratio (at least 20 for a report)")
+	nsFlag := fs.String("parallel", "1,8,32,64", "sandbox counts started at once")
+	reps := fs.Int("parallel-reps", 3, "rounds of the parallel sweep")
+	only := fs.String("only", "startup,collision,parallel", "scenarios to run")
+	busybox := fs.String("busybox", "/usr/bin/busybox", "static busybox for the sandbox rootfs")
+	timeout := fs.Duration("timeout", 2*time.Minute, "limit for one runtime command")
+	keepLogs := fs.Bool("keep-logs", false, "keep stdout/stderr of runtime commands that succeeded")
+	docs := fs.String("docs", "", "also update this markdown file (e.g. docs/BENCHMARKS.md) between its cgbench markers")
+	hostReport := fs.String("conformance-report", "out/conformance/report.json", "harness report of this host")
+	matrixReport := fs.String("matrix-report", "out/matrix/report.json", "VM matrix report")
+	strict := fs.Bool("strict", false, "exit 1 when a target is missed, too")
+	fs.Parse(args)
+
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "cgbench: %v\n", err)
+		return 1
+	}
+	if os.Geteuid() != 0 {
+		return fail(errors.New("needs root (runsc and cgroups): run it as root, e.g. sudo make bench"))
+	}
+	if *pairs < 20 {
+		fmt.Fprintf(os.Stderr, "cgbench: warning: -pairs %d is below the 20 a report needs\n", *pairs)
+	}
+	ns, err := parseNs(*nsFlag)
+	if err != nil {
+		return fail(err)
+	}
+	outDir, err := filepath.Abs(*out)
+	if err != nil {
+		return fail(err)
+	}
+	rep := &bench.Report{Schema: bench.Schema, Started: time.Now().UTC(), Command: commandLine()}
+	rep.Machine = machine()
+	rep.Machine.LoadBefore = loadavg()
+
+	p := &plan{Pairs: *pairs, Ns: ns, Reps: *reps, Timeout: *timeout, KeepLogs: *keepLogs, Only: map[string]bool{}}
+	for _, s := range strings.Split(*only, ",") {
+		p.Only[strings.TrimSpace(s)] = true
+	}
+	for _, b := range []struct {
+		rt   *bench.Runtime
+		name string
+		path string
+	}{{&p.Stock, "runsc-stock", *stock}, {&p.Patched, "runsc-patched", *patched}} {
+		abs, err := filepath.Abs(b.path)
+		if err != nil {
+			return fail(err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fail(fmt.Errorf("%s: %w (build both with make runsc)", b.name, err))
+		}
+		*b.rt = bench.Runtime{Name: b.name, Path: abs}
+	}
+
+	p.RunID = fmt.Sprintf("cgb%d", os.Getpid())
+	work := filepath.Join(outDir, "work-"+p.RunID)
+	p.WorkDir = work
+	p.LogDir = filepath.Join(outDir, "logs-"+p.RunID)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return fail(err)
+	}
+	defer func() {
+		// runsc leaves a null-netns bind mount in each --root.
+		if _, err := bench.UnmountUnder(work); err != nil {
+			fmt.Fprintf(os.Stderr, "cgbench: %v\n", err)
+		}
+		os.RemoveAll(work)
+	}()
+	runner := &bench.Runner{LogDir: p.LogDir, Timeout: 30 * time.Second}
+	for _, rt := range []bench.Runtime{p.Stock, p.Patched} {
+		b := bench.Binary{Name: rt.Name, Path: rt.Path, SHA256: sha(rt.Path), Series: stamp(rt.Path)}
+		_, stdout, stderr, err := runner.Output(context.Background(), rt, "flags")
+		if err != nil {
+			return fail(fmt.Errorf("asking %s for its flags: %w", rt.Name, err))
+		}
+		b.NestedFlag = strings.Contains(string(stdout)+string(stderr), "-nested-cgroups")
+		if rt.Name == "runsc-patched" {
+			p.NestedFlag = b.NestedFlag
+		}
+		rep.Binaries = append(rep.Binaries, b)
+	}
+	rep.Identical = rep.Binaries[0].SHA256 == rep.Binaries[1].SHA256
+	if p.Rootfs, err = bench.MakeRootfs(work, *busybox); err != nil {
+		return fail(err)
+	}
+
+	hs, err := cgtree.Mounted()
+	if err != nil {
+		return fail(err)
+	}
+	rep.Machine.CgroupMode = cgtree.Mode(hs)
+	if rep.Machine.CgroupMode != cgtree.ModeV2 {
+		rep.Machine.Notes = append(rep.Machine.Notes,
+			"cgroup v1 host: --nested-cgroups keeps v1's placement (beneath the caller in each controller), so the nested rows measure the flag's overhead, not v2 delegation; the v2 numbers need the VM run")
+	}
+	p.All = hs
+	tree, err := cgtree.Create("cgbench-"+strconv.Itoa(os.Getpid()), hs)
+	if err != nil {
+		return fail(err)
+	}
+	p.Tree = tree
+	rep.Machine.Notes = append(rep.Machine.Notes, fmt.Sprintf("sandboxes started from a worker in %s/%s of every hierarchy runsc uses (%d)", tree.Name, cgtree.CallerDir, len(tree.Hierarchies)))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, werr := runWorker(ctx, p, filepath.Join(work, "plan.json"), filepath.Join(outDir, "worker-"+p.RunID+".json"))
+	if werr != nil {
+		rep.Errors = append(rep.Errors, werr.Error())
+	}
+
+	// Whatever the worker did, nothing of ours stays: processes in the tree
+	// are killed (they are our sandboxes), the tree goes deepest first, and
+	// any cgroup named after this run at a hierarchy's root goes too.
+	if err := tree.Remove(true); err != nil {
+		rep.Errors = append(rep.Errors, "cleaning up the test cgroups: "+err.Error())
+	}
+	if left := sweepTop(hs, p.RunID); len(left) > 0 {
+		rep.Errors = append(rep.Errors, "cgroups of this run were left at hierarchy roots and removed now: "+strings.Join(left, ", "))
+	}
+	if _, err := bench.UnmountUnder(work); err != nil {
+		rep.Errors = append(rep.Errors, "cleaning up runsc's mounts: "+err.Error())
+	}
+
+	if res != nil {
+		rep.Startup, rep.Collision, rep.Parallel = res.Startup, res.Collision, res.Parallel
+		rep.Errors = append(rep.Errors, res.Errors...)
+		rep.Machine.Caller = res.Caller
+	}
+	rep.Conformance = bench.ConformanceWalls(*hostReport, *matrixReport)
+	rep.Machine.LoadAfter = loadavg()
+	rep.Finished = time.Now().UTC()
+	rep.Evaluate()
+	if err := writeReport(rep, outDir, *docs); err != nil {
+		return fail(err)
+	}
+	rep.Markdown(os.Stdout)
+	if entries, _ := os.ReadDir(p.LogDir); len(entries) == 0 {
+		os.Remove(p.LogDir)
+	}
+	if len(rep.Errors) > 0 {
+		fmt.Fprintf(os.Stderr, "cgbench: %d failed run(s); see %s/report.md and the logs in %s\n", len(rep.Errors), outDir, p.LogDir)
+		return 1
+	}
+	if *strict {
+		for _, t := range rep.Targets {
+			if t.Status != bench.Met {
+				fmt.Fprintf(os.Stderr, "cgbench: target %q %s\n", t.Name, t.Status)
+				return 1
+			}
+		}
+	}
+	return 0
+}
+
+// runWorker starts the worker through exec-in-cgroup, so that it is in our
+// test tree before it runs anything, and waits for it.
+func runWorker(ctx context.Context, p *plan, planFile, resultFile string) (*result, error) {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(planFile, data, 0o644); err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "exec-in-cgroup", "-procs", strings.Join(p.Tree.CallerProcs(), ","), "--",
+		self, "worker", "-plan", planFile, "-result", resultFile)
+	// The worker's progress goes to our stderr; runtimes never see it.
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the worker: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-done:
+	case <-ctx.Done():
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case werr = <-done:
+		case <-time.After(2 * time.Minute):
+			cmd.Process.Kill()
+			werr = <-done
+		}
+	}
+	defer os.Remove(resultFile)
+	var res result
+	data, err = os.ReadFile(resultFile)
+	if err != nil {
+		return nil, fmt.Errorf("the worker left no result (%v): %w", werr, err)
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("the worker's result is unreadable: %w", err)
+	}
+	if werr != nil && len(res.Errors) == 0 {
+		return &res, fmt.Errorf("worker: %w", werr)
+	}
+	return &res, nil
+}
+
+func execInCgroup(args []string) int {
+	fs := flag.NewFlagSet("exec-in-cgroup", flag.ExitOnError)
+	procs := fs.String("procs", "", "comma-separated cgroup.procs files of a cgbench test tree")
+	fs.Parse(args)
+	cmd := fs.Args()
+	if *procs == "" || len(cmd) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: cgbench exec-in-cgroup -procs F,F… -- CMD ARGS…")
+		return 2
+	}
+	if err := cgtree.Join(strings.Split(*procs, ","), os.Getpid()); err != nil {
+		fmt.Fprintf(os.Stderr, "cgbench exec-in-cgroup: %v\n", err)
+		return 1
+	}
+	path, err := exec.LookPath(cmd[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cgbench exec-in-cgroup: %v\n", err)
+		return 1
+	}
+	err = syscall.Exec(path, cmd, os.Environ())
+	fmt.Fprintf(os.Stderr, "cgbench exec-in-cgroup: exec %s: %v\n", path, err)
+	return 1
+}
+
+func worker(args []string) int {
+	fs := flag.NewFlagSet("worker", flag.ExitOnError)
+	planFile := fs.String("plan", "", "plan written by cgbench")
+	resultFile := fs.String("result", "", "where to write the result")
+	fs.Parse(args)
+	var p plan
+	data, err := os.ReadFile(*planFile)
+	if err == nil {
+		err = json.Unmarshal(data, &p)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cgbench worker: reading the plan: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	res := &result{}
+	if own, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		res.Caller = strings.Fields(string(own))
+	}
+	save := func() {
+		data, _ := json.MarshalIndent(res, "", "  ")
+		os.WriteFile(*resultFile, data, 0o644)
+	}
+	save()
+	env := &bench.Env{
+		Runner:     &bench.Runner{LogDir: p.LogDir, Timeout: p.Timeout, KeepLogs: p.KeepLogs},
+		Stock:      p.Stock,
+		Patched:    p.Patched,
+		NestedFlag: p.NestedFlag,
+		WorkDir:    p.WorkDir,
+		Rootfs:     p.Rootfs,
+		RunID:      p.RunID,
+		Watcher:    &cgtree.Watch{Tree: p.Tree, All: p.All, Self: os.Getpid()},
+		Log:        os.Stderr,
+	}
+	defer func() {
+		for _, err := range env.Cleanup(context.Background()) {
+			res.Errors = append(res.Errors, "cleanup: "+err.Error())
+		}
+		save()
+	}()
+
+	if p.Only["startup"] {
+		for _, v := range env.StartupVariants() {
+			if ctx.Err() != nil {
+				break
+			}
+			r := env.Startup(ctx, v, p.Pairs)
+			if r.Error != "" {
+				res.Errors = append(res.Errors, fmt.Sprintf("startup %s: %s", v.Name, r.Error))
+				env.Cleanup(ctx)
+			}
+			res.Startup = append(res.Startup, r)
+			save()
+		}
+	}
+	if p.Only["collision"] && ctx.Err() == nil {
+		c := env.Collision(ctx, p.Pairs)
+		if c.Error != "" {
+			res.Errors = append(res.Errors, "collision: "+c.Error)
+			env.Cleanup(ctx)
+		}
+		// Stock's failing delete is the outcome being measured; the patched
+		// one must succeed and leave nothing.
+		for _, r := range c.Patched {
+			if r.FirstDelete.Exit != 0 {
+				res.Errors = append(res.Errors, fmt.Sprintf("collision %s: runsc-patched delete -force exit %d after %.2fs: %s", r.ID, r.FirstDelete.Exit, r.FirstDelete.Seconds, strings.TrimSpace(r.FirstDelete.Stderr)))
+			}
+			if len(r.Leftovers) > 0 {
+				res.Errors = append(res.Errors, fmt.Sprintf("collision %s: runsc-patched left %s", r.ID, strings.Join(r.Leftovers, ", ")))
+			}
+		}
+		res.Collision = &c
+		save()
+	}
+	if p.Only["parallel"] && ctx.Err() == nil {
+		pr := env.Parallel(ctx, p.Ns, p.Reps)
+		if pr.Error != "" {
+			res.Errors = append(res.Errors, "parallel: "+pr.Error)
+			env.Cleanup(ctx)
+		}
+		for _, pt := range pr.Points {
+			for _, b := range pt.Runs {
+				if b.Failures+b.DeleteFails > 0 || len(b.Leaked) > 0 {
+					res.Errors = append(res.Errors, fmt.Sprintf("parallel %s N=%d: %d start failures, %d delete failures, %d leaked: %s",
+						pt.Runtime, pt.N, b.Failures, b.DeleteFails, len(b.Leaked), strings.Join(append(b.Errors, b.Leaked...), "; ")))
+				}
+			}
+		}
+		res.Parallel = &pr
+	}
+	if ctx.Err() != nil {
+		res.Errors = append(res.Errors, "interrupted: "+ctx.Err().Error())
+	}
+	return 0
+}
+
+func render(args []string) int {
+	fs := flag.NewFlagSet("render", flag.ExitOnError)
+	in := fs.String("in", "out/bench/report.json", "report to render")
+	docs := fs.String("docs", "", "also update this markdown file between its cgbench markers")
+	fs.Parse(args)
+	data, err := os.ReadFile(*in)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cgbench render: %v\n", err)
+		return 1
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		fmt.Fprintf(os.Stderr, "cgbench render: %s: %v\n", *in, err)
+		return 1
+	}
+	rep.Evaluate()
+	if *docs != "" {
+		if err := updateDocs(&rep, *docs); err != nil {
+			fmt.Fprintf(os.Stderr, "cgbench render: %v\n", err)
+			return 1
+		}
+	}
+	rep.Markdown(os.Stdout)
+	return 0
+}
+
+func writeReport(rep *bench.Report, outDir, docs string) error {
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(outDir, "report.json"), data, 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(outDir, "report.md"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f, "# cgbench: runsc-patched vs runsc-stock\n\nReproduce: `%s`\n\n", rep.Command)
+	rep.Markdown(f)
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if docs != "" {
+		return updateDocs(rep, docs)
+	}
+	return nil
+}
+
+// Markers delimit the generated part of docs/BENCHMARKS.md; the prose
+// around them is kept.
+const (
+	beginMark = "<!-- BEGIN cgbench report: generated by cgbench -docs, do not edit -->"
+	endMark   = "<!-- END cgbench report -->"
+)
+
+func updateDocs(rep *bench.Report, path string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\nReproduce with `%s` (root; `make bench` runs it).\n\n", beginMark, rep.Command)
+	rep.Markdown(&b)
+	b.WriteString("\n" + endMark)
+	old, err := os.ReadFile(path)
+	var doc string
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		doc = "# Benchmarks\n\n" + b.String() + "\n"
+	case err != nil:
+		return err
+	default:
+		s := string(old)
+		i, j := strings.Index(s, beginMark), strings.Index(s, endMark)
+		if i < 0 || j < i {
+			return fmt.Errorf("%s has no %q … %q markers: add them where the tables go", path, beginMark, endMark)
+		}
+		doc = s[:i] + b.String() + s[j+len(endMark):]
+	}
+	return os.WriteFile(path, []byte(doc), 0o644)
+}
+
+func parseNs(s string) ([]int, error) {
+	var ns []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-parallel %q: want positive counts like 1,8,32,64", s)
+		}
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	if ns[0] != 1 {
+		return nil, fmt.Errorf("-parallel %q must include 1: every N is compared with N = 1", s)
+	}
+	return ns, nil
+}
+
+// sweepTop removes <mount>/<runID>-* cgroups (stock runsc puts an empty
+// cgroupsPath at "/"+ID; our IDs all start with runID).
+func sweepTop(hs []cgtree.Hierarchy, runID string) []string {
+	var left []string
+	for _, h := range hs {
+		entries, err := os.ReadDir(h.Mount)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.IsDir() && strings.HasPrefix(e.Name(), runID+"-") {
+				left = append(left, filepath.Join(h.Mount, e.Name()))
+				(&cgtree.Tree{Name: e.Name(), Hierarchies: []cgtree.Hierarchy{h}}).Remove(true)
+			}
+		}
+	}
+	return left
+}
+
+func commandLine() string {
+	args := append([]string{"go run ./cmd/cgbench"}, os.Args[1:]...)
+	if exe, err := os.Executable(); err == nil && !strings.Contains(exe, "go-build") {
+		args[0] = os.Args[0]
+	}
+	return strings.Join(args, " ")
+}
+
+func machine() bench.Machine {
+	m := bench.Machine{NProc: runtime.NumCPU()}
+	m.Hostname, _ = os.Hostname()
+	if k, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(k))
+	}
+	m.CPU = procField("/proc/cpuinfo", "model name")
+	m.MemTotal = procField("/proc/meminfo", "MemTotal")
+	return m
+}
+
+func procField(file, key string) string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return ""
+}
+
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return strings.TrimSpace(string(data))
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func sha(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// stamp is the build stamp cmd/build-runsc leaves next to a binary (the
+// gVisor version and the patch hashes), on one line.
+func stamp(bin string) string {
+	data, err := os.ReadFile(bin + ".stamp")
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
