@@ -88,6 +88,9 @@ type Step struct {
 	Signal string `json:"signal,omitempty"`
 	// Seconds for sleep and burn.
 	Seconds float64 `json:"seconds,omitempty"`
+	// Write (action write): a file the harness writes into a cgroup of the
+	// context before or between runtime commands.
+	Write *Write `json:"write,omitempty"`
 	// When restricts the step to some host modes or contexts.
 	When *When `json:"when,omitempty"`
 	// Expect is what a command step must show (default: exit status 0).
@@ -102,16 +105,27 @@ type When struct {
 	Contexts []string `json:"contexts,omitempty"`
 }
 
+// Write is a harness-side write into a cgroup file of the caller context.
+type Write struct {
+	// Cgroup: caller, parent or caller/<path> (created if missing).
+	Cgroup string `json:"cgroup"`
+	File   string `json:"file"`
+	Value  string `json:"value"`
+}
+
 // Expect is what a runtime command must show.
 type Expect struct {
 	// Fail expects a non-zero exit status.
 	Fail bool `json:"fail,omitempty"`
+	// AnyExit accepts any exit status (when either outcome is correct and
+	// later checks decide).
+	AnyExit bool `json:"anyExit,omitempty"`
 	// Output must appear in stderr or stdout (substring).
 	Output string `json:"output,omitempty"`
 	// Within bounds the command's wall time.
 	Within Duration `json:"within,omitempty"`
-	// RollupAtLeast (burn only): the usage of the caller's cgroup must grow
-	// by at least this fraction of the time burned.
+	// RollupAtLeast (burn only): the caller's cgroup must be charged at
+	// least this fraction of the CPU time the sandbox's cgroup was charged.
 	RollupAtLeast float64 `json:"rollupAtLeast,omitempty"`
 }
 
@@ -136,6 +150,13 @@ type Check struct {
 	NothingLeft bool `json:"nothingLeft,omitempty"`
 	// NothingCreated: no cgroup directory was added since the case began.
 	NothingCreated bool `json:"nothingCreated,omitempty"`
+	// NoneNamed: no cgroup added since the case began has this substring
+	// in its name (e.g. ":" for literal systemd slice:prefix:name dirs).
+	NoneNamed string `json:"noneNamed,omitempty"`
+	// Holders: where the context's own processes that started in the
+	// caller's cgroup are now, relative to it (nested mode moves them
+	// into a leaf beneath it).
+	Holders string `json:"holders,omitempty"`
 }
 
 // Placement asserts where a sandbox's processes are, relative to the
@@ -211,7 +232,7 @@ var (
 	// Modes are host cgroup modes, as used in When and Divergence.
 	Modes = []string{"cgroup-v1", "hybrid", "cgroup-v2"}
 	// Actions a step may do.
-	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "wait-stopped", "sleep", "burn", "check"}
+	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "wait-stopped", "sleep", "burn", "write", "check"}
 	// Options are runtime-neutral sandbox switches.
 	Options = []string{"systemd-cgroup", "nested-cgroups"}
 	// Relations for Placement.
@@ -383,7 +404,7 @@ func (st *Step) validate(sandboxes map[string]bool) error {
 	if !contains(Actions, st.Do) {
 		return fmt.Errorf("do: unknown action %q (known: %s)", st.Do, strings.Join(Actions, ", "))
 	}
-	needSandbox := st.Do != "sleep" && st.Do != "check"
+	needSandbox := st.Do != "sleep" && st.Do != "check" && st.Do != "write"
 	if needSandbox && !sandboxes[st.Sandbox] {
 		return fmt.Errorf("sandbox: %q is not a sandbox of this case", st.Sandbox)
 	}
@@ -395,6 +416,20 @@ func (st *Step) validate(sandboxes map[string]bool) error {
 	}
 	if (st.Do == "sleep" || st.Do == "burn") && st.Seconds <= 0 {
 		return fmt.Errorf("seconds: %s needs a positive duration", st.Do)
+	}
+	if (st.Do == "write") != (st.Write != nil) {
+		return fmt.Errorf("write: the write action needs write: {cgroup, file, value}, and only it takes one")
+	}
+	if w := st.Write; w != nil {
+		if !validCgroupRef(w.Cgroup) {
+			return fmt.Errorf("write.cgroup: %q must be caller, parent or caller/<path>", w.Cgroup)
+		}
+		if w.File == "" || strings.Contains(w.File, "/") {
+			return fmt.Errorf("write.file: %q must be a plain file name", w.File)
+		}
+	}
+	if st.Expect != nil && st.Expect.Fail && st.Expect.AnyExit {
+		return fmt.Errorf("expect: fail and anyExit exclude each other")
 	}
 	if st.Expect != nil && st.Expect.RollupAtLeast != 0 && st.Do != "burn" {
 		return fmt.Errorf("expect.rollupAtLeast: only burn measures usage")
@@ -477,7 +512,7 @@ func (c *Check) validate(sandboxes map[string]bool) error {
 		if f.Sandbox != "" && !sandboxes[f.Sandbox] {
 			return fmt.Errorf("check.file.sandbox: %q is not a sandbox of this case", f.Sandbox)
 		}
-		if f.Cgroup != "" && f.Cgroup != "caller" && f.Cgroup != "parent" && !strings.HasPrefix(f.Cgroup, "caller/") {
+		if f.Cgroup != "" && !validCgroupRef(f.Cgroup) {
 			return fmt.Errorf("check.file.cgroup: %q must be caller, parent or caller/<path>", f.Cgroup)
 		}
 		if f.Name == "" || strings.Contains(f.Name, "/") {
@@ -503,10 +538,27 @@ func (c *Check) validate(sandboxes map[string]bool) error {
 	if c.NothingCreated {
 		n++
 	}
+	if c.NoneNamed != "" {
+		n++
+	}
+	if c.Holders != "" {
+		n++
+		if !contains(Relations, c.Holders) || c.Holders == "exact" {
+			return fmt.Errorf("check.holders: %q must be beneath, beside, caller or root", c.Holders)
+		}
+	}
 	if n != 1 {
 		return fmt.Errorf("check: set exactly one assertion (got %d)", n)
 	}
 	return nil
+}
+
+func validCgroupRef(s string) bool {
+	if s == "caller" || s == "parent" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(s, "caller/")
+	return ok && rest != "" && !strings.Contains("/"+rest+"/", "/../")
 }
 
 // checkSpecFragment rejects fragments with fields runtime-spec does not

@@ -12,7 +12,9 @@
 //	           "hierarchies": [{"key","mount","v2"}], "notes": [...]},
 //	  "runtimes": [{"name","path","kind":"runsc"|"runc"|"crun","version","skip"}],
 //	  "results": [{
-//	     "case", "context", "runtime", "mode",   // one record per case x context x runtime on this host
+//	     "case", "context", "runtime",   // one record per case x context x runtime on this host
+//	     "mode": the -mode label (e.g. "systemd-v2") or else the detected mode,
+//	     "hostMode": the detected mode ("cgroup-v1"|"hybrid"|"cgroup-v2"),
 //	     "file", "source", "purpose",
 //	     "outcome": "pass"|"fail"|"expected-divergence"|"skip",
 //	     "reason": why skipped / the declared divergence reason,
@@ -100,6 +102,7 @@ type Result struct {
 	Context    string    `json:"context"`
 	Runtime    string    `json:"runtime"`
 	Mode       string    `json:"mode"`
+	HostMode   string    `json:"hostMode"`
 	File       string    `json:"file"`
 	Source     string    `json:"source"`
 	Purpose    string    `json:"purpose"`

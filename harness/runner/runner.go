@@ -124,6 +124,7 @@ func Run(ctx context.Context, opt Options) (rep *report.Report, err error) {
 					rep.Results = append(rep.Results, res)
 					continue
 				}
+				fmt.Fprintf(opt.Progress, "=== RUN %s [%s] %s\n", c.Name, cx, rt.Name)
 				var res report.Result
 				if !canRun {
 					res = r.baseResult(c, cx, rt)
@@ -191,8 +192,13 @@ func (r *Runner) hostInfo() report.Host {
 	return h
 }
 
-// Mode is the mode label results carry.
-func (r *Runner) mode() string {
+// mode is the detected host mode: what when.modes and divergence modes
+// match against, whatever -mode says.
+func (r *Runner) mode() string { return r.host.Mode }
+
+// modeLabel is the mode results carry (the -mode label, e.g. the VM
+// matrix's "systemd-v2", else the detected mode).
+func (r *Runner) modeLabel() string {
 	if r.opt.ModeLabel != "" {
 		return r.opt.ModeLabel
 	}
@@ -302,7 +308,7 @@ func unmountUnder(dir string) []string {
 }
 
 func (r *Runner) baseResult(c *casefile.Case, cx string, rt Runtime) report.Result {
-	return report.Result{Case: c.Name, Context: cx, Runtime: rt.Name, Mode: r.mode(), File: c.File, Source: c.Source, Purpose: c.Purpose}
+	return report.Result{Case: c.Name, Context: cx, Runtime: rt.Name, Mode: r.modeLabel(), HostMode: r.mode(), File: c.File, Source: c.Source, Purpose: c.Purpose}
 }
 
 // skipReason says why a case cannot run here, or "".
@@ -475,16 +481,18 @@ type caseState struct {
 	joinDirs []string
 	cgroupns bool
 	holders  []int
-	extra    []string // cgroups outside the case root to watch (systemd unit)
-	unit     string
-	dir      string
-	logDir   string
-	insts    map[string][]*instance
-	order    []*instance
-	baseline map[string]bool
-	mu       sync.Mutex
-	logN     int
-	vars     map[string]string
+	// callerHolders are the holders started in the caller's own cgroup.
+	callerHolders []int
+	extra         []string // cgroups outside the case root to watch (systemd unit)
+	unit          string
+	dir           string
+	logDir        string
+	insts         map[string][]*instance
+	order         []*instance
+	baseline      map[string]bool
+	mu            sync.Mutex
+	logN          int
+	vars          map[string]string
 }
 
 func (cs *caseState) nextLog() int {
@@ -643,6 +651,9 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 			return err
 		}
 		cs.holders = append(cs.holders, pid)
+		if hd == caller {
+			cs.callerHolders = append(cs.callerHolders, pid)
+		}
 	}
 	return nil
 }

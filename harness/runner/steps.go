@@ -33,6 +33,13 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		recs = r.forInstances(ctx, cs, st, r.waitStoppedStep)
 	case "burn":
 		recs = r.forInstances(ctx, cs, st, r.burnStep)
+	case "write":
+		rec := report.Step{ID: st.ID, Do: st.Do}
+		if err := r.writeStep(cs, st.Write); err != nil {
+			cs.fail(st.ID, err.Error(), "")
+			rec.Error = err.Error()
+		}
+		recs = []report.Step{rec}
 	case "sleep":
 		select {
 		case <-time.After(time.Duration(st.Seconds * float64(time.Second))):
@@ -74,7 +81,7 @@ func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.S
 			if res != nil {
 				e := check.Expect{}
 				if st.Expect != nil {
-					e = check.Expect{Fail: st.Expect.Fail, Output: st.Expect.Output, Within: st.Expect.Within.Duration}
+					e = check.Expect{Fail: st.Expect.Fail, AnyExit: st.Expect.AnyExit, Output: st.Expect.Output, Within: st.Expect.Within.Duration}
 				}
 				for _, m := range check.Evaluate(e, *res) {
 					cs.fail(st.ID, in.label+": "+m, "")
@@ -201,40 +208,53 @@ func (r *Runner) waitStoppedStep(ctx context.Context, cs *caseState, st *casefil
 	return report.Step{Error: last}, nil
 }
 
-// burnStep burns CPU inside the container and measures how much of it the
-// caller's cgroup was charged (usage roll-up, what cAdvisor reports for
-// the container that started the runtime).
+// burnStep burns CPU inside the container and measures how much of what
+// the sandbox's own cgroup was charged also reached the caller's cgroup
+// (usage roll-up: what cAdvisor reports for the container that started
+// the runtime). Comparing with the sandbox's own charge, not wall time,
+// keeps the check honest on a loaded machine.
 func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
-	callerUsage := func() (time.Duration, error) {
-		key := ""
-		for _, h := range r.host.Hierarchies {
-			if r.host.Mode == cgroupfs.ModeV2 && h.V2 || r.host.Mode != cgroupfs.ModeV2 && contains(h.Controllers(), "cpuacct") {
-				key = h.Key
-			}
+	key := ""
+	for _, h := range r.host.Hierarchies {
+		if r.host.Mode == cgroupfs.ModeV2 && h.V2 || r.host.Mode != cgroupfs.ModeV2 && contains(h.Controllers(), "cpuacct") {
+			key = h.Key
 		}
-		return r.host.Usage(cs.callerOf(key))
 	}
-	u0, err := callerUsage()
+	m, ok := check.Main(in.procs)
+	if !ok {
+		cs.fail(st.ID, in.label+": no process observed to measure", "")
+		return report.Step{Error: "no process"}, nil
+	}
+	sandboxCg, callerCg := m.Cgroups[key], cs.callerOf(key)
+	read := func() (sb, caller time.Duration, err error) {
+		if sb, err = r.host.Usage(sandboxCg); err != nil {
+			return
+		}
+		caller, err = r.host.Usage(callerCg)
+		return
+	}
+	sb0, c0, err := read()
 	if err != nil {
-		cs.fail(st.ID, "reading the caller's CPU usage: "+err.Error(), "")
+		cs.fail(st.ID, "reading CPU usage: "+err.Error(), "")
 		return report.Step{Error: err.Error()}, nil
 	}
-	secs := fmt.Sprintf("%g", st.Seconds)
 	burn := *st
-	burn.Args = []string{"/bin/timeout", secs, "/bin/sh", "-c", "while :; do :; done"}
+	burn.Args = []string{"/bin/timeout", fmt.Sprintf("%g", st.Seconds), "/bin/sh", "-c", "while :; do :; done"}
 	res := r.runCommand(ctx, cs, r.runtimeArgs(cs, in, "exec", &burn), commandTimeout)
-	u1, err := callerUsage()
+	sb1, c1, err := read()
 	if err != nil {
-		cs.fail(st.ID, "reading the caller's CPU usage: "+err.Error(), "")
+		cs.fail(st.ID, "reading CPU usage: "+err.Error(), "")
 		return report.Step{Error: err.Error()}, nil
 	}
 	rec := record(res)
-	delta := u1 - u0
-	rec.Note = fmt.Sprintf("burned for %.2fs wall; caller cgroup usage grew by %.2fs", res.dur.Seconds(), delta.Seconds())
+	dSb, dC := sb1-sb0, c1-c0
+	rec.Note = fmt.Sprintf("burned %.2fs wall; sandbox cgroup %s charged %.2fs; caller cgroup %s charged %.2fs", res.dur.Seconds(), sandboxCg, dSb.Seconds(), callerCg, dC.Seconds())
 	if st.Expect != nil && st.Expect.RollupAtLeast > 0 {
-		want := time.Duration(st.Expect.RollupAtLeast * st.Seconds * float64(time.Second))
-		if delta < want {
-			cs.fail(st.ID, fmt.Sprintf("%s: caller's cgroup usage grew by %.2fs, want at least %.2fs (the sandbox's CPU is not charged to its caller)", in.label, delta.Seconds(), want.Seconds()), "")
+		switch {
+		case dSb < time.Duration(0.2*st.Seconds*float64(time.Second)):
+			cs.fail(st.ID, fmt.Sprintf("%s: the sandbox's cgroup was charged only %.2fs for a %gs burn: the burn did not run (exit %d: %s)", in.label, dSb.Seconds(), st.Seconds, res.exit, trunc(res.output, 200)), "")
+		case dC < time.Duration(st.Expect.RollupAtLeast*float64(dSb)):
+			cs.fail(st.ID, fmt.Sprintf("%s: the caller's cgroup was charged %.2fs of the sandbox's %.2fs, want at least %.0f%% (the sandbox's CPU is not accounted to its caller)", in.label, dC.Seconds(), dSb.Seconds(), 100*st.Expect.RollupAtLeast), "")
 		}
 	}
 	// timeout(1) ends the loop with a signal: its exit status is not the
@@ -318,6 +338,30 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 		if left := r.leftovers(cs); len(left) > 0 {
 			return fmt.Sprintf("%d item(s) left behind", len(left)), strings.Join(groupByPath(left, len(r.host.Hierarchies)), "\n")
 		}
+	case c.NoneNamed != "":
+		added, _ := diffSets(cs.baseline, r.snapshot(cs))
+		var bad []string
+		for _, a := range added {
+			if strings.Contains(path.Base(a), c.NoneNamed) {
+				bad = append(bad, a)
+			}
+		}
+		if len(bad) > 0 {
+			return fmt.Sprintf("%d cgroup(s) named with %q created", len(bad), c.NoneNamed), strings.Join(groupByPath(bad, len(r.host.Hierarchies)), "\n")
+		}
+	case c.Holders != "":
+		var procs []report.Process
+		for _, pid := range cs.callerHolders {
+			cg, err := cgroupfs.ProcCgroup(pid)
+			if err != nil {
+				return fmt.Sprintf("holder pid %d: %v", pid, err), ""
+			}
+			procs = append(procs, report.Process{PID: pid, Role: "holder", Instance: cs.cx, Cgroups: cg})
+		}
+		if len(procs) == 0 {
+			return "the " + cs.cx + " context has no process of its own in the caller's cgroup", ""
+		}
+		return check.Placement(c.Holders, "", nil, procs, cs.caller, keys, names)
 	case c.NothingCreated:
 		added, _ := diffSets(cs.baseline, r.snapshot(cs))
 		if len(added) > 0 {
@@ -376,4 +420,27 @@ func unwrapErrno(err error) error {
 		}
 	}
 	return err
+}
+
+// writeStep writes a value into a cgroup file of the context (below the
+// case root only).
+func (r *Runner) writeStep(cs *caseState, w *casefile.Write) error {
+	h, err := r.host.ForFile(w.File)
+	if err != nil {
+		return err
+	}
+	d := cs.callerOf(h.Key)
+	switch {
+	case w.Cgroup == "parent":
+		d = path.Dir(d)
+	case strings.HasPrefix(w.Cgroup, "caller/"):
+		d = path.Join(d, strings.TrimPrefix(w.Cgroup, "caller/"))
+	}
+	if err := r.tree.Mkdir(d); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(h.Dir(d), w.File), []byte(w.Value), 0o644); err != nil {
+		return fmt.Errorf("writing %q to %s:%s/%s: %w", w.Value, h.Name(), d, w.File, err)
+	}
+	return nil
 }
