@@ -239,7 +239,7 @@ func (r *Report) Markdown(w io.Writer) {
 		if p.Note != "" {
 			fmt.Fprintf(w, "**%s**\n\n", p.Note)
 		}
-		fmt.Fprintf(w, "| runtime | N | runs | failures | median total s | min – max s | per sandbox s | vs N=1 | median latency per sandbox s | median delete-all s | leaked |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(w, "| runtime | N | runs | failures | median total s | min – max s | per sandbox s | vs N=1 | median latency per sandbox s | median delete-all s | cgroup dirs leaked |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, pt := range p.Points {
 			var dels, lats []float64
 			for _, b := range pt.Runs {

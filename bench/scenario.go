@@ -113,6 +113,13 @@ func (e *Env) sandbox(ctx context.Context, rt Runtime, root, bundle, id string) 
 	return []Phase{{"create", cr.Seconds}, {"start", st.Seconds}}, nil
 }
 
+// SandboxID names sandbox i of a group. The index has a fixed width:
+// runsc accepts any unique prefix of an ID, so "x-2" would be ambiguous next
+// to "x-20" (measured: start fails with exit 128, "id is ambiguous").
+func SandboxID(runID, group string, i int) string {
+	return fmt.Sprintf("%s-%s-%03d", runID, group, i)
+}
+
 // Lifecycle times create + start + delete -force of one busybox sandbox in
 // cgroupsPath (a relative path, or "" for the runtime's default). A failed
 // command, or cgroups left behind, is an error and no timing.
@@ -201,7 +208,7 @@ func (e *Env) Startup(ctx context.Context, v StartupVariant, pairs int) StartupR
 	}
 	trial := func(rt Runtime, side string) Trial {
 		return func(ctx context.Context, i int) (Sample, error) {
-			id := fmt.Sprintf("%s-%s-%s%d", e.RunID, v.Name, side[:1], i)
+			id := SandboxID(e.RunID, v.Name+"-"+side[:1], i)
 			path := ""
 			if v.CgroupsPath == "relative" {
 				path = id
@@ -322,7 +329,7 @@ func (e *Env) Collision(ctx context.Context, pairs int) CollisionResult {
 	res := CollisionResult{Pairs: pairs, StockExit: map[int]int{}, PatchExit: map[int]int{}}
 	trial := func(rt Runtime, side string, into *[]CollisionRun) Trial {
 		return func(ctx context.Context, i int) (Sample, error) {
-			r, err := e.Collide(ctx, rt, fmt.Sprintf("%s-pause-%s%d", e.RunID, side, i))
+			r, err := e.Collide(ctx, rt, SandboxID(e.RunID, "pause-"+side, i))
 			if err != nil {
 				return Sample{}, err
 			}
@@ -373,7 +380,7 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 	ids := make([]string, n)
 	bundles := make([]string, n)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("%s-%s-%d", e.RunID, tag, i)
+		ids[i] = SandboxID(e.RunID, tag, i)
 		bundles[i] = filepath.Join(e.WorkDir, "bundles", ids[i])
 		if err := WriteBundle(bundles[i], e.Rootfs, ids[i]); err != nil {
 			return run, err
@@ -486,7 +493,7 @@ type ParallelResult struct {
 // Parallel runs reps rounds over ns, with the candidate (patched with
 // --nested-cgroups when it has the flag) and the baseline (stock, default
 // mode) alternating which goes first.
-func (e *Env) Parallel(ctx context.Context, ns []int, reps int) ParallelResult {
+func (e *Env) Parallel(ctx context.Context, ns []int, reps int, withBaseline bool) ParallelResult {
 	cand := e.Patched
 	res := ParallelResult{Baseline: e.Stock, Ns: ns, Reps: reps}
 	if e.NestedFlag {
@@ -510,6 +517,9 @@ func (e *Env) Parallel(ctx context.Context, ns []int, reps int) ParallelResult {
 			side := []string{"s", "p"}
 			if CandidateFirst(k) {
 				order, side = []Runtime{cand, e.Stock}, []string{"p", "s"}
+			}
+			if !withBaseline {
+				order, side = []Runtime{cand}, []string{"p"}
 			}
 			k++
 			for j, rt := range order {

@@ -166,7 +166,7 @@ func TestBatchCountsFailures(t *testing.T) {
 func TestParallelRelativeToN1(t *testing.T) {
 	rt, _ := fakeRuntime(t, "fake", "")
 	e := testEnv(t, rt, Runtime{Name: "patched", Path: rt.Path})
-	r := e.Parallel(context.Background(), []int{1, 2}, 2)
+	r := e.Parallel(context.Background(), []int{1, 2}, 2, true)
 	if r.Error != "" {
 		t.Fatal(r.Error)
 	}
@@ -215,5 +215,31 @@ func TestWriteBundle(t *testing.T) {
 				t.Errorf("cgroupsPath = %v, want %q", got, tc.path)
 			}
 		})
+	}
+}
+
+func TestSandboxIDsAreNotPrefixes(t *testing.T) {
+	var ids []string
+	for i := 0; i < 200; i++ {
+		ids = append(ids, SandboxID("cgb1", "par64", i))
+	}
+	for i, a := range ids {
+		for j, b := range ids {
+			if i != j && strings.HasPrefix(b, a) {
+				t.Fatalf("%q is a prefix of %q: runsc would call it ambiguous", a, b)
+			}
+		}
+	}
+}
+
+func TestParallelWithoutBaseline(t *testing.T) {
+	rt, calls := fakeRuntime(t, "fake", "")
+	e := testEnv(t, Runtime{Name: "stock", Path: "/nonexistent"}, rt)
+	r := e.Parallel(context.Background(), []int{1, 3}, 1, false)
+	if r.Error != "" || len(r.Points) != 2 {
+		t.Fatalf("result %+v", r)
+	}
+	if got := len(readCalls(t, calls)); got != 3*(1+3) {
+		t.Errorf("%d runtime calls, want 12 (create, start, delete for 4 sandboxes)", got)
 	}
 }
