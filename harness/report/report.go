@@ -6,6 +6,7 @@
 //
 //	{
 //	  "schema": "cgconform/report/v1",
+//	  "runId": token in the test root's name and every container ID,
 //	  "started": RFC 3339, "finished": RFC 3339,
 //	  "host": {"mode": "cgroup-v1"|"hybrid"|"cgroup-v2", "label": -mode override or "",
 //	           "kernel", "uid", "hostname", "systemdPID1", "cgroupNS",
@@ -57,7 +58,10 @@ const (
 
 // Report is the whole run.
 type Report struct {
-	Schema   string         `json:"schema"`
+	Schema string `json:"schema"`
+	// RunID names everything the run created: the test root
+	// /cgconform-<RunID> and the prefix of every container ID.
+	RunID    string         `json:"runId,omitempty"`
 	Started  time.Time      `json:"started"`
 	Finished time.Time      `json:"finished"`
 	Host     Host           `json:"host"`

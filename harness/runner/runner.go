@@ -110,6 +110,7 @@ func Run(ctx context.Context, opt Options) (rep *report.Report, err error) {
 			}
 		}()
 	}
+	rep.RunID = r.token
 	idx := 0
 	for _, c := range opt.Cases {
 		for _, cx := range c.CaseContexts() {

@@ -1,0 +1,150 @@
+package check
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/report"
+)
+
+func TestMatch(t *testing.T) {
+	const c = "/t/001/host"
+	for _, tc := range []struct {
+		name, relation, rel, got string
+		want                     bool
+	}{
+		{"beneath any", "beneath", "", "/t/001/host/x", true},
+		{"beneath not the caller itself", "beneath", "", c, false},
+		{"beneath not a prefix sibling", "beneath", "", "/t/001/hostile", false},
+		{"beneath exact path", "beneath", "a/b", "/t/001/host/a/b", true},
+		{"beneath wrong path", "beneath", "a/b", "/t/001/host/a", false},
+		{"beside", "beside", "", "/t/001/x", true},
+		{"beside is not beneath", "beside", "", "/t/001/host/x", false},
+		{"beside with path", "beside", "a", "/t/001/a", true},
+		{"caller", "caller", "", c, true},
+		{"root, one level", "root", "", "/pause", true},
+		{"root, deeper is not root", "root", "", "/t/pause", false},
+		{"root with path", "root", "system.slice/x.scope", "/system.slice/x.scope", true},
+		{"exact", "exact", "/t/001/abs/test", "/t/001/abs/test", true},
+		{"unknown relation", "near", "", c, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, desc := Match(tc.relation, tc.rel, c, tc.got); got != tc.want {
+				t.Errorf("Match(%s, %q, %q) = %v (%s), want %v", tc.relation, tc.rel, tc.got, got, desc, tc.want)
+			}
+		})
+	}
+}
+
+func procs(cg map[string]string) []report.Process {
+	return []report.Process{
+		{PID: 10, Role: "sandbox", Instance: "a", Cgroups: cg},
+		{PID: 11, Role: "gofer", Instance: "a", Cgroups: cg},
+	}
+}
+
+// The heart of the self-test: a sandbox in the wrong place is a failure
+// with a diff that shows where it was and where it should have been.
+func TestPlacementReportsWrongPlace(t *testing.T) {
+	caller := map[string]string{"memory": "/t/host", "pids": "/t/host"}
+	names := map[string]string{"memory": "memory", "pids": "pids"}
+	keys := []string{"memory", "pids"}
+
+	msg, _ := Placement("beneath", "actors", nil, procs(map[string]string{"memory": "/t/host/actors", "pids": "/t/host/actors"}), caller, keys, names)
+	if msg != "" {
+		t.Fatalf("right placement failed: %s", msg)
+	}
+	msg, diff := Placement("beneath", "actors", nil, procs(map[string]string{"memory": "/pause", "pids": "/t/host/actors"}), caller, keys, names)
+	if !strings.Contains(msg, "2 of 4 placements") {
+		t.Errorf("message %q", msg)
+	}
+	for _, want := range []string{`"/t/host/actors"`, `"/pause"`, "a sandbox (pid 10) memory", "a gofer (pid 11) memory"} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("diff lacks %s:\n%s", want, diff)
+		}
+	}
+	if msg, _ := Placement("beneath", "", nil, nil, caller, keys, names); !strings.Contains(msg, "no process") {
+		t.Errorf("no processes: %q", msg)
+	}
+	if msg, _ := Placement("beneath", "", []string{"init"}, procs(caller), caller, keys, names); !strings.Contains(msg, "no observed process has a role") {
+		t.Errorf("role filter: %q", msg)
+	}
+}
+
+func TestDistinct(t *testing.T) {
+	names := map[string]string{"memory": "memory"}
+	shared := map[string][]report.Process{
+		"first (a)":  {{Role: "sandbox", Cgroups: map[string]string{"memory": "/pause"}}},
+		"second (b)": {{Role: "sandbox", Cgroups: map[string]string{"memory": "/pause"}}},
+	}
+	msg, diff := Distinct(shared, []string{"memory"}, names)
+	if msg == "" || !strings.Contains(diff, "first (a) and second (b) share /pause") {
+		t.Errorf("shared cgroup not reported: %q %q", msg, diff)
+	}
+	shared["second (b)"][0].Cgroups["memory"] = "/other"
+	if msg, _ := Distinct(shared, []string{"memory"}, names); msg != "" {
+		t.Errorf("distinct cgroups reported: %q", msg)
+	}
+}
+
+func TestOwned(t *testing.T) {
+	names := map[string]string{"memory": "memory"}
+	p := []report.Process{{Role: "sandbox", Cgroups: map[string]string{"memory": "/pause"}}}
+	if msg, _ := Owned(p, map[string]bool{"memory:/pause": true}, []string{"memory"}, names); msg == "" {
+		t.Error("joining a pre-existing cgroup not reported")
+	}
+	if msg, _ := Owned(p, map[string]bool{}, []string{"memory"}, names); msg != "" {
+		t.Errorf("new cgroup reported: %s", msg)
+	}
+}
+
+func TestFile(t *testing.T) {
+	s := func(v string) *string { return &v }
+	for _, tc := range []struct {
+		name, content string
+		equals        *string
+		contains      []string
+		empty         bool
+		ok            bool
+	}{
+		{"equals", "100\n", s("100"), nil, false, true},
+		{"differs", "max\n", s("100"), nil, false, false},
+		{"contains", "cpu memory pids\n", nil, []string{"memory", "pids"}, false, true},
+		{"contains missing", "cpu\n", nil, []string{"memory"}, false, false},
+		{"contains whole words", "memory_x\n", nil, []string{"memory"}, false, false},
+		{"empty", "\n", nil, nil, true, true},
+		{"not empty", "123\n", nil, nil, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, _ := File(tc.content, tc.equals, tc.contains, tc.empty)
+			if (msg == "") != tc.ok {
+				t.Errorf("File = %q, want ok=%v", msg, tc.ok)
+			}
+		})
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		e    Expect
+		c    Command
+		want int
+	}{
+		{"default wants 0", Expect{}, Command{Exit: 0}, 0},
+		{"default fails on 128", Expect{}, Command{Exit: 128, Output: "device or resource busy"}, 1},
+		{"fail wanted", Expect{Fail: true}, Command{Exit: 1}, 0},
+		{"fail wanted, got 0", Expect{Fail: true}, Command{Exit: 0}, 1},
+		{"any exit", Expect{AnyExit: true}, Command{Exit: 3}, 0},
+		{"output", Expect{Fail: true, Output: ".."}, Command{Exit: 1, Output: "flag provided but not defined"}, 1},
+		{"too slow", Expect{Within: time.Second}, Command{Dur: 5 * time.Second}, 1},
+		{"slow and failing", Expect{Within: time.Second}, Command{Exit: 128, Dur: 5 * time.Second}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Evaluate(tc.e, tc.c); len(got) != tc.want {
+				t.Errorf("Evaluate = %q, want %d messages", got, tc.want)
+			}
+		})
+	}
+}

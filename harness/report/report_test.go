@@ -1,0 +1,125 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func sample() *Report {
+	exit := 128
+	r := &Report{
+		Schema:  Schema,
+		Started: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Finished: time.Date(2026, 12, 2, 12, 5, 0, 0, time.UTC),
+		Host:     Host{Mode: "hybrid", Kernel: "6.1", Hierarchies: []Hierarchy{{Key: "memory", Mount: "/sys/fs/cgroup/memory"}}},
+		Runtimes: []Runtime{{Name: "runsc-patched", Kind: "runsc"}, {Name: "runsc-stock", Kind: "runsc"}},
+		Results: []Result{
+			{Case: "same-id", Context: "host", Runtime: "runsc-patched", Mode: "hybrid", Outcome: Pass, DurationMS: 1200},
+			{Case: "same-id", Context: "host", Runtime: "runsc-stock", Mode: "hybrid", Outcome: Divergence, Reason: "shares /pause",
+				Failures: []Failure{{Step: "delete-first", Message: "exited 128", Expected: true}},
+				Steps:    []Step{{ID: "delete-first", Do: "delete-force", Exit: &exit}}},
+			{Case: "leaky", Context: "container", Runtime: "runsc-patched", Mode: "hybrid", Outcome: Fail,
+				Failures: []Failure{{Step: "nothing-left", Message: "1 item(s) left behind", Diff: "/x (all 9 hierarchies)"}}, Leaks: []string{"memory:/x"}},
+			{Case: "leaky", Context: "container", Runtime: "runsc-stock", Mode: "hybrid", Outcome: Skip, Reason: "needs systemd"},
+		},
+	}
+	r.Summarize()
+	return r
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	r := sample()
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if _, err := Read(strings.NewReader(`{"schema": "other"}`)); err == nil {
+		t.Error("foreign schema accepted")
+	}
+}
+
+func TestSummaryAndOK(t *testing.T) {
+	r := sample()
+	if diff := cmp.Diff(map[string]int{Pass: 1, Fail: 1, Divergence: 1, Skip: 1}, r.Summary); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	if r.OK() {
+		t.Error("OK with a failure")
+	}
+	r.Results = r.Results[:2]
+	if !r.OK() {
+		t.Error("not OK with only pass and divergence")
+	}
+}
+
+func TestJUnit(t *testing.T) {
+	var b bytes.Buffer
+	if err := sample().WriteJUnit(&b); err != nil {
+		t.Fatal(err)
+	}
+	var got junitSuites
+	if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatalf("junit.xml does not parse: %v\n%s", err, b.String())
+	}
+	type count struct {
+		Name                     string
+		Tests, Failures, Skipped int
+	}
+	var counts []count
+	for _, s := range got.Suites {
+		counts = append(counts, count{s.Name, s.Tests, s.Failures, s.Skipped})
+	}
+	want := []count{{"runsc-patched (hybrid)", 2, 1, 0}, {"runsc-stock (hybrid)", 2, 0, 2}}
+	if diff := cmp.Diff(want, counts); diff != "" {
+		t.Errorf("suites (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(b.String(), `message="expected divergence: shares /pause"`) {
+		t.Errorf("divergence not marked:\n%s", b.String())
+	}
+}
+
+func TestMarkdownAndTable(t *testing.T) {
+	var b bytes.Buffer
+	r := sample()
+	if err := r.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{"| same-id [host] | pass | xdiv |", "| leaky [container] | FAIL | skip |", "## FAIL: leaky [container] on runsc-patched", "Reason: needs systemd"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	if i, j := strings.Index(md, "## FAIL"), strings.Index(md, "## xdiv"); i < 0 || j < 0 || i > j {
+		t.Error("failures are not listed first")
+	}
+	tab := r.Table()
+	if !strings.Contains(tab, "same-id [host]") || !strings.Contains(tab, "pass 1, FAIL 1, xdiv (expected divergence) 1, skip 1") {
+		t.Errorf("table:\n%s", tab)
+	}
+}
+
+func TestWriteAll(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := sample().WriteAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"report.json", "junit.xml", "report.md"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

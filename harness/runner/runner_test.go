@@ -1,0 +1,117 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/harness/casefile"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/report"
+)
+
+func TestParseRuntimes(t *testing.T) {
+	got, err := ParseRuntimes("runsc-patched=bin/runsc-patched, runc ,crun=/usr/bin/crun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Runtime{
+		{Name: "runsc-patched", Path: "bin/runsc-patched", Kind: "runsc"},
+		{Name: "runc", Path: "runc", Kind: "runc"},
+		{Name: "crun", Path: "/usr/bin/crun", Kind: "crun"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := ParseRuntimes("kata=/bin/kata"); err == nil || !strings.Contains(err.Error(), "cannot tell") {
+		t.Errorf("unknown kind accepted: %v", err)
+	}
+}
+
+func TestCommands(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rt      Runtime
+		options []string
+		action  string
+		want    []string
+		notes   int
+	}{
+		{"runsc create", Runtime{Kind: "runsc"}, nil, "create", []string{"--root", "/r", "--network=none", "create", "--bundle", "/b", "id"}, 0},
+		{"runsc nested delete", Runtime{Kind: "runsc"}, []string{"nested-cgroups"}, "delete-force", []string{"--root", "/r", "--network=none", "--nested-cgroups", "delete", "--force", "id"}, 0},
+		{"runc systemd", Runtime{Kind: "runc"}, []string{"systemd-cgroup"}, "start", []string{"--root", "/r", "--systemd-cgroup", "start", "id"}, 0},
+		{"crun systemd", Runtime{Kind: "crun"}, []string{"systemd-cgroup"}, "kill", []string{"--root", "/r", "--cgroup-manager=systemd", "kill", "id", "KILL"}, 0},
+		{"runc has no nested mode", Runtime{Kind: "runc"}, []string{"nested-cgroups"}, "state", []string{"--root", "/r", "state", "id"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			global, notes := tc.rt.GlobalFlags("/r", tc.options)
+			got := tc.rt.Command(global, tc.action, "id", "/b", nil, "")
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if len(notes) != tc.notes {
+				t.Errorf("notes %q", notes)
+			}
+		})
+	}
+}
+
+func TestKnownRefusal(t *testing.T) {
+	if KnownRefusal("crun", "Error: cgroups in hybrid mode not supported, drop all controllers from cgroupv2") == "" {
+		t.Error("crun's hybrid refusal not recognised")
+	}
+	if KnownRefusal("runc", "cgroups in hybrid mode not supported") != "" {
+		t.Error("refusal attributed to the wrong runtime")
+	}
+}
+
+// decide is where a violated expectation becomes a failure unless a
+// divergence with a reason covers it.
+func TestDecide(t *testing.T) {
+	c := &casefile.Case{Divergences: []casefile.Divergence{
+		{Runtime: "runsc-stock", Reason: "shares /pause", Steps: []string{"delete-first"}},
+		{Runtime: "runc", Reason: "v2 only", Modes: []string{"cgroup-v2"}},
+	}}
+	for _, tc := range []struct {
+		name     string
+		runtime  string
+		failures []string
+		want     string
+		reason   string
+	}{
+		{"no failures", "runsc-patched", nil, report.Pass, ""},
+		{"patched failure", "runsc-patched", []string{"delete-first"}, report.Fail, ""},
+		{"covered step", "runsc-stock", []string{"delete-first"}, report.Divergence, "shares /pause"},
+		{"uncovered step", "runsc-stock", []string{"delete-first", "cleanup"}, report.Fail, ""},
+		{"divergence for another mode", "runc", []string{"x"}, report.Fail, ""},
+		{"declared but not seen", "runsc-stock", nil, report.Pass, "declared divergence not observed: shares /pause"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &report.Result{}
+			for _, f := range tc.failures {
+				res.Failures = append(res.Failures, report.Failure{Step: f, Message: "m"})
+			}
+			r := &Runner{host: &cgroupfs.Host{Mode: cgroupfs.ModeHybrid}}
+			r.decide(&caseState{c: c, rt: Runtime{Name: tc.runtime}, res: res})
+			if res.Outcome != tc.want || res.Reason != tc.reason {
+				t.Errorf("outcome %q reason %q, want %q %q", res.Outcome, res.Reason, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+func TestGroupByPath(t *testing.T) {
+	got := groupByPath([]string{"memory:/a", "pids:/a", "memory:/b", "pid 7 (sleep) sleep 1"}, 2)
+	want := []string{"/a (all 2 hierarchies)", "/b (memory)", "pid 7 (sleep) sleep 1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestRunscProcs(t *testing.T) {
+	// Only the shape of the matcher: a PID that does not exist matches
+	// nothing.
+	if got := runscProcs([]int{1 << 30}, "/r", "id"); len(got) != 0 {
+		t.Errorf("got %v", got)
+	}
+}

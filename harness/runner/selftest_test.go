@@ -1,0 +1,254 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/casefile"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/report"
+)
+
+// The test binary doubles as the exec-in-cgroup helper and, when invoked
+// through a symlink named runc-right or runc-wrong, as a fake OCI runtime
+// (runc dialect) that puts its container beneath the caller's cgroup
+// (right), beside it (wrong), or beneath it but never removes it (leaky).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && (os.Args[1] == HelperCommand || os.Args[1] == mountCommand) {
+		os.Exit(HelperMain(os.Args[1], os.Args[2:]))
+	}
+	switch filepath.Base(os.Args[0]) {
+	case "runc-right", "runc-wrong", "runc-leaky":
+		os.Exit(fakeRuntime(filepath.Base(os.Args[0]), os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+type fakeState struct {
+	Pid  int      `json:"pid"`
+	Dirs []string `json:"dirs"`
+}
+
+func fakeRuntime(kind string, args []string) int {
+	right := kind != "runc-wrong"
+	if len(args) < 3 || args[0] != "--root" {
+		fmt.Fprintln(os.Stderr, "fake runtime: want --root DIR CMD ...")
+		return 2
+	}
+	root, cmd, rest := args[1], args[2], args[3:]
+	id := rest[len(rest)-1]
+	stateFile := filepath.Join(root, id+".json")
+	var st fakeState
+	b, err := os.ReadFile(stateFile)
+	known := err == nil && json.Unmarshal(b, &st) == nil
+	switch cmd {
+	case "create":
+		host, err := cgroupfs.Detect()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		self, _ := cgroupfs.ProcCgroup(os.Getpid())
+		sleep := exec.Command("sleep", "100000")
+		sleep.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := sleep.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		st.Pid = sleep.Process.Pid
+		for _, h := range host.Hierarchies {
+			caller := self[h.Key]
+			target := path.Join(caller, "fake-"+id)
+			if !right {
+				target = path.Join(path.Dir(caller), "fake-"+id)
+			}
+			dir := h.Dir(target)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			st.Dirs = append(st.Dirs, dir)
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				if v, err := os.ReadFile(filepath.Join(filepath.Dir(dir), f)); err == nil {
+					_ = os.WriteFile(filepath.Join(dir, f), v, 0o644)
+				}
+			}
+			if err := cgroupfs.WritePid(dir, st.Pid); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		b, _ := json.Marshal(st)
+		return exitOn(os.WriteFile(stateFile, b, 0o644))
+	case "start":
+		return 0
+	case "state":
+		if !known {
+			fmt.Fprintln(os.Stderr, "container does not exist")
+			return 1
+		}
+		status := "running"
+		if !alive(st.Pid) {
+			status = "stopped"
+		}
+		fmt.Printf(`{"ociVersion":"1.0.2","id":%q,"status":%q,"pid":%d}`+"\n", id, status, st.Pid)
+		return 0
+	case "kill":
+		if known {
+			_ = syscall.Kill(st.Pid, syscall.SIGKILL)
+		}
+		return 0
+	case "delete":
+		if !known {
+			return 0
+		}
+		killAndWait([]int{st.Pid}, 5*time.Second)
+		if kind == "runc-leaky" {
+			st.Dirs = nil
+		}
+		for i := len(st.Dirs) - 1; i >= 0; i-- {
+			cgroupfs.RemoveTree(st.Dirs[i], 5*time.Second)
+		}
+		return exitOn(os.Remove(stateFile))
+	}
+	fmt.Fprintf(os.Stderr, "fake runtime: %s not implemented\n", cmd)
+	return 2
+}
+
+func exitOn(err error) int {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+const selfTestCase = `
+name: self-test
+purpose: a fake runtime that places its container beside the caller must fail a beneath expectation
+source: harness self-test
+requires: [root]
+contexts: [host, container]
+sandboxes:
+  - name: a
+steps:
+  - {do: run, sandbox: a}
+  - {id: placed-beneath, do: check, check: {placement: {sandbox: a, relation: beneath, path: "fake-${id}"}}}
+  - {id: delete, do: delete-force, sandbox: a}
+  - {id: nothing-left, do: check, check: {nothingLeft: true}}
+`
+
+// TestSelfTest runs the real runner, on this host's cgroups, against the
+// fake runtimes: right must pass, wrong must fail on exactly the
+// placement (and pass as an expected divergence once one is declared).
+// It needs root and works only under its own test root, which Run
+// creates and removes.
+func TestSelfTest(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the runner creates its test root cgroup in every hierarchy")
+	}
+	if _, err := cgroupfs.Detect(); err != nil {
+		t.Skipf("no cgroups here: %v", err)
+	}
+	busybox := "/usr/bin/busybox"
+	if _, err := os.Stat(busybox); err != nil {
+		t.Skip("needs a static busybox at /usr/bin/busybox for the rootfs")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, n := range []string{"runc-right", "runc-wrong", "runc-leaky"} {
+		if err := os.Symlink(self, filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		divergence bool
+		want       map[string]string
+	}{
+		{"violations fail", false, map[string]string{"runc-right": report.Pass, "runc-wrong": report.Fail, "runc-leaky": report.Fail}},
+		{"declared divergence", true, map[string]string{"runc-right": report.Pass, "runc-wrong": report.Divergence, "runc-leaky": report.Fail}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := selfTestCase
+			if tc.divergence {
+				src += "divergences:\n  - {runtime: runc-wrong, reason: it is built to be wrong, steps: [placed-beneath]}\n"
+			}
+			c, err := casefile.Parse([]byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var progress strings.Builder
+			rep, err := Run(context.Background(), Options{
+				Cases: []*casefile.Case{c},
+				Runtimes: []Runtime{
+					{Name: "runc-right", Path: filepath.Join(dir, "runc-right"), Kind: "runc"},
+					{Name: "runc-wrong", Path: filepath.Join(dir, "runc-wrong"), Kind: "runc"},
+					{Name: "runc-leaky", Path: filepath.Join(dir, "runc-leaky"), Kind: "runc"},
+				},
+				Busybox:     busybox,
+				Self:        self,
+				CaseTimeout: time.Minute,
+				Progress:    &progress,
+			})
+			if err != nil {
+				t.Fatalf("Run: %v\n%s", err, progress.String())
+			}
+			for _, res := range rep.Results {
+				if got := res.Outcome; got != tc.want[res.Runtime] {
+					t.Errorf("%s [%s]: outcome %s, want %s; failures %+v", res.Runtime, res.Context, got, tc.want[res.Runtime], res.Failures)
+				}
+				if res.Runtime == "runc-leaky" {
+					steps := map[string]bool{}
+					for _, f := range res.Failures {
+						steps[f.Step] = true
+					}
+					if !steps["nothing-left"] || !steps["cleanup"] || len(res.Leaks) == 0 {
+						t.Errorf("%s: leak not reported: %+v", res.Context, res.Failures)
+					}
+				}
+				if res.Runtime != "runc-wrong" {
+					continue
+				}
+				for _, f := range res.Failures {
+					if f.Step != "placed-beneath" {
+						t.Errorf("%s: unexpected failure %s: %s %s", res.Context, f.Step, f.Message, f.Diff)
+					}
+				}
+				if len(res.Failures) == 0 || !strings.Contains(res.Failures[0].Diff, "fake-") {
+					t.Errorf("%s: no placement diff: %+v", res.Context, res.Failures)
+				}
+			}
+			assertNoTestRootLeft(t, rep.RunID)
+		})
+	}
+}
+
+func assertNoTestRootLeft(t *testing.T, runID string) {
+	t.Helper()
+	host, err := cgroupfs.Detect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range host.Hierarchies {
+		ents, _ := os.ReadDir(h.Mount)
+		for _, e := range ents {
+			// Only this run's: other runs may share the host.
+			if strings.Contains(e.Name(), runID) {
+				t.Errorf("left behind: %s", filepath.Join(h.Mount, e.Name()))
+			}
+		}
+	}
+}
