@@ -8,6 +8,10 @@ import (
 // Sample is one timed run of an operation that succeeded.
 type Sample struct {
 	Seconds float64 `json:"seconds"`
+	// CPUSeconds is the user+system time of the runtime commands themselves
+	// (not of the sandbox they leave running): less sensitive to other load
+	// on the machine than wall time.
+	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
 	// Phases splits Seconds into the runtime commands it took, in order
 	// (create, start, delete for a sandbox lifecycle).
 	Phases []Phase `json:"phases,omitempty"`
@@ -15,8 +19,9 @@ type Sample struct {
 
 // Phase is one runtime command inside a Sample.
 type Phase struct {
-	Name    string  `json:"name"`
-	Seconds float64 `json:"seconds"`
+	Name       string  `json:"name"`
+	Seconds    float64 `json:"seconds"`
+	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
 }
 
 // Trial runs the measured operation once. It returns an error when the
@@ -30,6 +35,8 @@ type Pair struct {
 	Baseline       Sample  `json:"baseline"`
 	Candidate      Sample  `json:"candidate"`
 	Ratio          float64 `json:"ratio"` // candidate / baseline
+	// CPURatio is the same for CPUSeconds (0 when not measured).
+	CPURatio float64 `json:"cpuRatio,omitempty"`
 }
 
 // CandidateFirst reports whether pair i runs the candidate before the
@@ -60,13 +67,17 @@ func NewPair(i int, baseline, candidate Sample) (Pair, error) {
 	if baseline.Seconds <= 0 || candidate.Seconds <= 0 {
 		return Pair{}, fmt.Errorf("pair %d: durations must be positive (baseline %v s, candidate %v s): a run was not timed", i, baseline.Seconds, candidate.Seconds)
 	}
-	return Pair{
+	p := Pair{
 		Index:          i,
 		CandidateFirst: CandidateFirst(i),
 		Baseline:       baseline,
 		Candidate:      candidate,
 		Ratio:          candidate.Seconds / baseline.Seconds,
-	}, nil
+	}
+	if baseline.CPUSeconds > 0 && candidate.CPUSeconds > 0 {
+		p.CPURatio = candidate.CPUSeconds / baseline.CPUSeconds
+	}
+	return p, nil
 }
 
 // RunPairs runs n interleaved pairs. It stops at the first failed run and
@@ -110,10 +121,12 @@ func RunPairs(ctx context.Context, n int, baseline, candidate Trial) ([]Pair, er
 
 // PairStats sums up a set of pairs.
 type PairStats struct {
-	Pairs     int     `json:"pairs"`
-	Ratio     Summary `json:"ratio"`
-	Baseline  Summary `json:"baselineSeconds"`
-	Candidate Summary `json:"candidateSeconds"`
+	Pairs int     `json:"pairs"`
+	Ratio Summary `json:"ratio"`
+	// CPURatio summarises the per-pair CPU ratios, when every pair has one.
+	CPURatio  *Summary `json:"cpuRatio,omitempty"`
+	Baseline  Summary  `json:"baselineSeconds"`
+	Candidate Summary  `json:"candidateSeconds"`
 	// Phase medians per side, to show where a difference comes from.
 	BaselinePhases  []Phase `json:"baselinePhaseMedians,omitempty"`
 	CandidatePhases []Phase `json:"candidatePhaseMedians,omitempty"`
@@ -124,9 +137,12 @@ func Stats(pairs []Pair) (PairStats, error) {
 	if len(pairs) == 0 {
 		return PairStats{}, ErrEmpty
 	}
-	var r, b, c []float64
+	var r, b, c, cpu []float64
 	for _, p := range pairs {
 		r = append(r, p.Ratio)
+		if p.CPURatio > 0 {
+			cpu = append(cpu, p.CPURatio)
+		}
 		b = append(b, p.Baseline.Seconds)
 		c = append(c, p.Candidate.Seconds)
 	}
@@ -140,6 +156,11 @@ func Stats(pairs []Pair) (PairStats, error) {
 	}
 	if st.Candidate, err = Summarize(c); err != nil {
 		return PairStats{}, err
+	}
+	if len(cpu) == len(pairs) {
+		if s, err := Summarize(cpu); err == nil {
+			st.CPURatio = &s
+		}
 	}
 	st.BaselinePhases = phaseMedians(pairs, func(p Pair) Sample { return p.Baseline })
 	st.CandidatePhases = phaseMedians(pairs, func(p Pair) Sample { return p.Candidate })

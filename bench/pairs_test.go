@@ -24,7 +24,7 @@ func fakeTrial(side string, secs []float64, calls *[]string, failAt int) Trial {
 		if i == failAt {
 			return Sample{}, errors.New("runtime exploded")
 		}
-		return Sample{Seconds: secs[i], Phases: []Phase{{"create", secs[i] / 2}, {"start", secs[i] / 2}}}, nil
+		return Sample{Seconds: secs[i], Phases: []Phase{{Name: "create", Seconds: secs[i] / 2}, {Name: "start", Seconds: secs[i] / 2}}}, nil
 	}
 }
 
@@ -63,7 +63,7 @@ func TestRunPairs(t *testing.T) {
 	if math.Abs(st.Ratio.Median-1.05) > 1e-12 {
 		t.Errorf("median ratio = %v, want 1.05", st.Ratio.Median)
 	}
-	if diff := cmp.Diff([]Phase{{"create", 0.75}, {"start", 0.75}}, st.BaselinePhases); diff != "" {
+	if diff := cmp.Diff([]Phase{{Name: "create", Seconds: 0.75}, {Name: "start", Seconds: 0.75}}, st.BaselinePhases); diff != "" {
 		t.Errorf("baseline phase medians (-want +got):\n%s", diff)
 	}
 }
@@ -121,5 +121,37 @@ func TestNewPairRejectsUntimed(t *testing.T) {
 func TestRunPairsNeedsPairs(t *testing.T) {
 	if _, err := RunPairs(context.Background(), 0, nil, nil); err == nil {
 		t.Error("no error for 0 pairs")
+	}
+}
+
+func TestCPURatio(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		b, c    []float64 // CPU seconds per pair; 0 = not measured
+		wantCPU float64   // median; 0 = no summary
+	}{
+		{"all measured", []float64{1, 2, 1}, []float64{1.5, 2, 1.1}, 1.1},
+		{"one missing: no summary", []float64{1, 0}, []float64{1, 1}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps []Pair
+			for i := range tc.b {
+				p, err := NewPair(i, Sample{Seconds: 1, CPUSeconds: tc.b[i]}, Sample{Seconds: 1, CPUSeconds: tc.c[i]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps = append(ps, p)
+			}
+			st, err := Stats(ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.wantCPU == 0 && st.CPURatio != nil:
+				t.Errorf("CPU summary %+v from incomplete pairs", st.CPURatio)
+			case tc.wantCPU != 0 && (st.CPURatio == nil || math.Abs(st.CPURatio.Median-tc.wantCPU) > 1e-12):
+				t.Errorf("CPU ratio %+v, want median %v", st.CPURatio, tc.wantCPU)
+			}
+		})
 	}
 }

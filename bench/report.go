@@ -137,10 +137,9 @@ func parseMatrixWalls(data []byte, src string) []ConformanceWall {
 func (r *Report) Evaluate() {
 	r.Targets = nil
 	for _, s := range r.Startup {
-		if s.Variant.Name == "default-empty-path" {
-			continue // extra information, no target of its own
+		if s.Variant.Target {
+			r.Targets = append(r.Targets, StartupTarget(s))
 		}
-		r.Targets = append(r.Targets, StartupTarget(s))
 	}
 	if r.Collision != nil {
 		r.Targets = append(r.Targets, CollisionTarget(*r.Collision))
@@ -178,7 +177,7 @@ func (r *Report) Markdown(w io.Writer) {
 	}
 
 	fmt.Fprintf(w, "\n### create + start + delete of one busybox sandbox (ratio = candidate / baseline, per pair)\n\n")
-	fmt.Fprintf(w, "| variant | candidate | baseline | pairs | median ratio | IQR | min – max | candidate median s | baseline median s | phases (create/start/delete, median s) |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| variant | candidate | baseline | pairs | median ratio | IQR | min – max | CPU ratio of the runsc commands (median, IQR) | candidate median s | baseline median s | phases (create/start/delete, median s) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Startup {
 		v := s.Variant
 		if s.Stats == nil {
@@ -186,13 +185,17 @@ func (r *Report) Markdown(w io.Writer) {
 			if why == "" {
 				why = "failed: " + s.Error
 			}
-			fmt.Fprintf(w, "| %s | `%s` | `%s` | — | not measured | | | | | %s |\n", v.Name, v.Candidate.Label(), v.Baseline.Label(), cell(why))
+			fmt.Fprintf(w, "| %s | `%s` | `%s` | — | not measured | | | | | | %s |\n", v.Name, v.Candidate.Label(), v.Baseline.Label(), cell(why))
 			continue
 		}
 		st := s.Stats
-		fmt.Fprintf(w, "| %s | `%s` | `%s` | %d | **%.3f** | %.3f – %.3f | %.3f – %.3f | %.3f | %.3f | %s vs %s |\n",
+		cpu := "—"
+		if c := st.CPURatio; c != nil {
+			cpu = fmt.Sprintf("%.3f (%.3f – %.3f)", c.Median, c.Q1, c.Q3)
+		}
+		fmt.Fprintf(w, "| %s | `%s` | `%s` | %d | **%.3f** | %.3f – %.3f | %.3f – %.3f | %s | %.3f | %.3f | %s vs %s |\n",
 			v.Name, v.Candidate.Label(), v.Baseline.Label(), st.Pairs, st.Ratio.Median, st.Ratio.Q1, st.Ratio.Q3, st.Ratio.Min, st.Ratio.Max,
-			st.Candidate.Median, st.Baseline.Median, phaseList(st.CandidatePhases), phaseList(st.BaselinePhases))
+			cpu, st.Candidate.Median, st.Baseline.Median, phaseList(st.CandidatePhases), phaseList(st.BaselinePhases))
 	}
 	for _, s := range r.Startup {
 		if s.Variant.Note != "" {

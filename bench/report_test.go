@@ -44,9 +44,10 @@ func TestMarkdownAndEvaluate(t *testing.T) {
 		Finished: time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC),
 		Machine:  Machine{NProc: 2, Kernel: "6.1", CgroupMode: "hybrid"},
 		Startup: []StartupResult{
-			{Variant: StartupVariant{Name: "default", Baseline: stock, Candidate: patched}, Stats: stats(1.02)},
+			{Variant: StartupVariant{Name: "control", Baseline: stock, Candidate: stock}, Stats: stats(1.2)},
+			{Variant: StartupVariant{Name: "default", Baseline: stock, Candidate: patched, Target: true}, Stats: stats(1.02)},
 			{Variant: StartupVariant{Name: "default-empty-path", Baseline: stock, Candidate: patched}, Stats: stats(0.9)},
-			{Variant: StartupVariant{Name: "nested", Baseline: stock, Candidate: patched}, Skipped: "no flag | here"},
+			{Variant: StartupVariant{Name: "nested", Baseline: stock, Candidate: patched, Target: true}, Skipped: "no flag | here"},
 		},
 		Collision: &CollisionResult{
 			Stock:     []CollisionRun{{ID: "s0", FirstDelete: Result{Exit: 128, Seconds: 5.02, Stderr: "busy"}, Leftovers: []string{"a", "b"}}},

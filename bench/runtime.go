@@ -47,6 +47,9 @@ type Result struct {
 	Args    []string `json:"args"`
 	Exit    int      `json:"exit"`
 	Seconds float64  `json:"seconds"`
+	// CPUSeconds is the command's user+system time (its own process and
+	// the children it waited for).
+	CPUSeconds float64 `json:"cpuSeconds"`
 	// Stderr is the tail of the command's stderr (kept when it failed).
 	Stderr string `json:"stderr,omitempty"`
 	Log    string `json:"log,omitempty"`
@@ -138,8 +141,9 @@ func (r *Runner) run(ctx context.Context, rt Runtime, wantOut bool, args []strin
 	start := time.Now()
 	err = cmd.Run()
 	res.Seconds = time.Since(start).Seconds()
-	if cmd.ProcessState != nil {
-		res.Exit = cmd.ProcessState.ExitCode()
+	if ps := cmd.ProcessState; ps != nil {
+		res.Exit = ps.ExitCode()
+		res.CPUSeconds = (ps.UserTime() + ps.SystemTime()).Seconds()
 	}
 	var out, errOut []byte
 	if wantOut {

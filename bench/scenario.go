@@ -110,7 +110,7 @@ func (e *Env) sandbox(ctx context.Context, rt Runtime, root, bundle, id string) 
 		e.track(rt, root, id, false)
 		return nil, err
 	}
-	return []Phase{{"create", cr.Seconds}, {"start", st.Seconds}}, nil
+	return []Phase{{"create", cr.Seconds, cr.CPUSeconds}, {"start", st.Seconds, st.CPUSeconds}}, nil
 }
 
 // SandboxID names sandbox i of a group. The index has a fixed width:
@@ -149,7 +149,7 @@ func (e *Env) Lifecycle(ctx context.Context, rt Runtime, scenario, id, cgroupsPa
 		return Sample{}, err
 	}
 	e.track(rt, root, id, false)
-	phases = append(phases, Phase{"delete", del.Seconds})
+	phases = append(phases, Phase{"delete", del.Seconds, del.CPUSeconds})
 	if e.Watcher != nil {
 		leaked, err := e.Watcher.Leaked(before, id)
 		if err != nil {
@@ -162,6 +162,7 @@ func (e *Env) Lifecycle(ctx context.Context, rt Runtime, scenario, id, cgroupsPa
 	s := Sample{Phases: phases}
 	for _, p := range phases {
 		s.Seconds += p.Seconds
+		s.CPUSeconds += p.CPUSeconds
 	}
 	return s, nil
 }
@@ -175,6 +176,8 @@ type StartupVariant struct {
 	// path; "empty" leaves linux.cgroupsPath unset.
 	CgroupsPath string `json:"cgroupsPath"`
 	Note        string `json:"note,omitempty"`
+	// Target: the issue's ≤ 1.05 goal applies to this variant.
+	Target bool `json:"target"`
 }
 
 // StartupResult is the outcome of one variant.
@@ -191,10 +194,12 @@ func (e *Env) StartupVariants() []StartupVariant {
 	nested := e.Patched
 	nested.Flags = append(append([]string(nil), nested.Flags...), "--nested-cgroups")
 	return []StartupVariant{
-		{Name: "default", Baseline: e.Stock, Candidate: e.Patched, CgroupsPath: "relative"},
+		{Name: "control", Baseline: e.Stock, Candidate: e.Stock, CgroupsPath: "relative",
+			Note: "A/A control, stock against itself: how far this run's ratios stray with no difference at all"},
+		{Name: "default", Baseline: e.Stock, Candidate: e.Patched, CgroupsPath: "relative", Target: true},
 		{Name: "default-empty-path", Baseline: e.Stock, Candidate: e.Patched, CgroupsPath: "empty",
 			Note: "stock puts an empty path at /<id> in each hierarchy's root; the patch makes a generic child of the caller's cgroup"},
-		{Name: "nested", Baseline: e.Stock, Candidate: nested, CgroupsPath: "relative",
+		{Name: "nested", Baseline: e.Stock, Candidate: nested, CgroupsPath: "relative", Target: true,
 			Note: "stock has no --nested-cgroups: patched with the flag against stock in default mode"},
 	}
 }
@@ -334,7 +339,7 @@ func (e *Env) Collision(ctx context.Context, pairs int) CollisionResult {
 				return Sample{}, err
 			}
 			*into = append(*into, r)
-			return Sample{Seconds: r.FirstDelete.Seconds}, nil
+			return Sample{Seconds: r.FirstDelete.Seconds, CPUSeconds: r.FirstDelete.CPUSeconds}, nil
 		}
 	}
 	e.logf("collision: %d pairs, same ID in two roots, empty cgroupsPath", pairs)

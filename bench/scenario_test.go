@@ -81,7 +81,7 @@ func TestStartupFailedCandidateStopsAndReports(t *testing.T) {
 	stock, _ := fakeRuntime(t, "runsc-stock", "")
 	patched, _ := fakeRuntime(t, "runsc-patched", "start")
 	e := testEnv(t, stock, patched)
-	r := e.Startup(context.Background(), e.StartupVariants()[0], 20)
+	r := e.Startup(context.Background(), e.StartupVariants()[1], 20)
 	if r.Error == "" || r.Stats != nil {
 		t.Fatalf("result %+v: want an error and no stats", r)
 	}
@@ -96,7 +96,7 @@ func TestStartupFailedCandidateStopsAndReports(t *testing.T) {
 func TestStartupNestedSkippedWithoutFlag(t *testing.T) {
 	rt, calls := fakeRuntime(t, "fake", "")
 	e := testEnv(t, rt, rt)
-	v := e.StartupVariants()[2]
+	v := e.StartupVariants()[3]
 	if v.Name != "nested" || strings.Join(v.Candidate.Flags, " ") != "--nested-cgroups" || len(v.Baseline.Flags) != 0 {
 		t.Fatalf("nested variant is %+v", v)
 	}
