@@ -62,7 +62,11 @@ func (m *Matrix) WriteMarkdown(w io.Writer) error {
 	}
 	b.WriteString("| mode | status | boot s | total s | records | tool |\n|---|---|---|---|---|---|\n")
 	for _, mr := range m.Modes {
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %d | %s |\n", mr.Mode, mr.Status, mr.BootSeconds, mr.WallSeconds, len(mr.Records), mr.Tool)
+		status := mr.Status
+		if mr.Partial {
+			status += " (partial, from the console)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %d | %s |\n", mr.Mode, status, mr.BootSeconds, mr.WallSeconds, len(mr.Records), mr.Tool)
 	}
 	rows, byMode := m.cells()
 	b.WriteString("\n| case | runtime |")
@@ -107,6 +111,8 @@ func (m *Matrix) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "\n## %s: %s\n\n%s\n", mr.Mode, mr.Status, mr.Problem)
 		if mr.RunningCase != "" {
 			fmt.Fprintf(&b, "\nCase running when it stopped: `%s`\n", mr.RunningCase)
+		} else if mr.LastDone != "" {
+			fmt.Fprintf(&b, "\nLast case finished: `%s`; the next one in case order was running.\n", mr.LastDone)
 		}
 		if len(mr.ConsoleTail) > 0 {
 			b.WriteString("\n```\n" + strings.Join(mr.ConsoleTail, "\n") + "\n```\n")

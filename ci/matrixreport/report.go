@@ -32,17 +32,23 @@ type Record struct {
 
 // ModeRun is what one VM did.
 type ModeRun struct {
-	Mode        string   `json:"mode"`
-	About       string   `json:"about,omitempty"`
-	Status      string   `json:"status"` // reported, timeout, crashed, no-report
-	Problem     string   `json:"problem,omitempty"`
-	HarnessExit *int     `json:"harness_exit,omitempty"`
-	BootSeconds float64  `json:"boot_seconds"`
-	WallSeconds float64  `json:"wall_seconds"`
-	RunningCase string   `json:"running_case,omitempty"`
-	ConsoleTail []string `json:"console_tail,omitempty"`
-	Tool        string   `json:"tool,omitempty"` // cgconform or the stand-in
-	Records     []Record `json:"records"`
+	Mode        string         `json:"mode"`
+	About       string         `json:"about,omitempty"`
+	Status      string         `json:"status"` // reported, timeout, crashed, no-report
+	Problem     string         `json:"problem,omitempty"`
+	HarnessExit *int           `json:"harness_exit,omitempty"`
+	BootSeconds float64        `json:"boot_seconds"`
+	WallSeconds float64        `json:"wall_seconds"`
+	RunningCase string         `json:"running_case,omitempty"`
+	ConsoleTail []string       `json:"console_tail,omitempty"`
+	Tool        string         `json:"tool,omitempty"`      // cgconform's schema or the stand-in
+	HostMode    string         `json:"host_mode,omitempty"` // the layout the harness detected
+	LastDone    string         `json:"last_finished,omitempty"`
+	Summary     map[string]int `json:"summary,omitempty"`
+	// Partial is set when the records come from the console of a VM that
+	// never sent its report (killed at its time limit, or crashed).
+	Partial bool     `json:"partial,omitempty"`
+	Records []Record `json:"records"`
 }
 
 // Matrix is the whole run.
@@ -52,36 +58,53 @@ type Matrix struct {
 	Modes  []ModeRun `json:"modes"`
 }
 
-// ParseHarnessReport reads a harness report.json. It accepts the records as
-// a top-level array or under "records" or "results", and a few spellings of
-// each field, so the matrix keeps working while the harness schema settles.
-func ParseHarnessReport(data []byte, mode string) (tool string, recs []Record, err error) {
+// Harness is what the matrix takes from one harness report.json.
+type Harness struct {
+	Tool     string // the schema or tool name
+	HostMode string // the mode the harness detected
+	Records  []Record
+}
+
+// ParseHarnessReport reads a harness report.json (cgconform/report/v1, or
+// the stand-in's). It accepts the records as a top-level array or under
+// "results" or "records", and a few spellings of each field, so the matrix
+// keeps working while the harness schema grows. A record's case name carries
+// its caller context ("case [context]").
+func ParseHarnessReport(data []byte, mode string) (Harness, error) {
+	tool, hostMode, recs, err := parseHarness(data, mode)
+	return Harness{Tool: tool, HostMode: hostMode, Records: recs}, err
+}
+
+func parseHarness(data []byte, mode string) (tool, hostMode string, recs []Record, err error) {
 	var top any
 	if err := json.Unmarshal(data, &top); err != nil {
-		return "", nil, fmt.Errorf("harness report.json is not JSON: %w", err)
+		return "", "", nil, fmt.Errorf("harness report.json is not JSON: %w", err)
 	}
 	var list []any
 	switch v := top.(type) {
 	case []any:
 		list = v
 	case map[string]any:
-		tool, _ = v["tool"].(string)
-		for _, k := range []string{"records", "results", "cases"} {
+		tool = str(v, "schema", "tool")
+		if h, ok := v["host"].(map[string]any); ok {
+			hostMode = str(h, "mode")
+		}
+		for _, k := range []string{"results", "records", "cases"} {
 			if l, ok := v[k].([]any); ok {
 				list = l
 				break
 			}
 		}
 		if list == nil {
-			return tool, nil, fmt.Errorf("harness report.json has no records/results array (keys: %s)", strings.Join(keys(v), ", "))
+			return tool, hostMode, nil, fmt.Errorf("harness report.json has no results/records array (keys: %s)", strings.Join(keys(v), ", "))
 		}
 	default:
-		return "", nil, fmt.Errorf("harness report.json is a %T, want an object or array", top)
+		return "", "", nil, fmt.Errorf("harness report.json is a %T, want an object or array", top)
 	}
 	for i, item := range list {
 		m, ok := item.(map[string]any)
 		if !ok {
-			return tool, nil, fmt.Errorf("harness record %d is a %T, want an object", i, item)
+			return tool, hostMode, nil, fmt.Errorf("harness record %d is a %T, want an object", i, item)
 		}
 		r := Record{
 			Case:    str(m, "case", "name", "case_name"),
@@ -91,19 +114,52 @@ func ParseHarnessReport(data []byte, mode string) (tool string, recs []Record, e
 			Reason:  str(m, "reason", "message", "skip_reason", "divergence", "error"),
 			Diff:    str(m, "diff"),
 		}
-		if s, ok := m["seconds"].(float64); ok {
-			r.Seconds = s
-		} else if s, ok := m["duration_seconds"].(float64); ok {
+		if cx := str(m, "context"); cx != "" {
+			r.Case += " [" + cx + "]"
+		}
+		if ms, ok := m["durationMs"].(float64); ok {
+			r.Seconds = ms / 1000
+		} else if s, ok := m["seconds"].(float64); ok {
 			r.Seconds = s
 		}
+		msgs, diffs := failures(m["failures"])
+		if r.Reason == "" {
+			r.Reason = msgs
+		} else if msgs != "" {
+			r.Reason += "; " + msgs
+		}
+		if r.Diff == "" {
+			r.Diff = diffs
+		}
 		if r.Case == "" {
-			return tool, nil, fmt.Errorf("harness record %d has no case name", i)
+			return tool, hostMode, nil, fmt.Errorf("harness record %d has no case name", i)
 		}
 		// The VM is the authority on which mode it was.
 		r.Mode = mode
 		recs = append(recs, r)
 	}
-	return tool, recs, nil
+	return tool, hostMode, recs, nil
+}
+
+// failures flattens cgconform's failures list: the messages of the unmet
+// expectations not covered by a declared divergence, and all diffs.
+func failures(v any) (msgs, diffs string) {
+	list, _ := v.([]any)
+	var ms, ds []string
+	for _, item := range list {
+		f, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		step, msg := str(f, "step"), str(f, "message")
+		if exp, _ := f["expected"].(bool); !exp && msg != "" {
+			ms = append(ms, step+": "+msg)
+		}
+		if d := str(f, "diff"); d != "" {
+			ds = append(ds, step+":\n"+d)
+		}
+	}
+	return strings.Join(ms, "; "), strings.Join(ds, "\n")
 }
 
 func keys(m map[string]any) []string {
@@ -159,7 +215,6 @@ func (m *Matrix) Unexpected() []string {
 	for _, mr := range m.Modes {
 		if mr.Status != "reported" {
 			out = append(out, fmt.Sprintf("%s: %s", mr.Mode, mr.Status))
-			continue
 		}
 		for _, r := range mr.Records {
 			if r.Outcome == Fail {
@@ -171,4 +226,13 @@ func (m *Matrix) Unexpected() []string {
 		}
 	}
 	return out
+}
+
+// Summarize counts outcomes.
+func Summarize(recs []Record) map[string]int {
+	s := map[string]int{}
+	for _, r := range recs {
+		s[r.Outcome]++
+	}
+	return s
 }

@@ -16,6 +16,8 @@ type Payload struct {
 	Bins     map[string]string // name in the VM's /payload/bin -> host path
 	CasesDir string            // copied to /payload/cases; may be empty
 	Runtimes string            // -runtimes list for the harness, as the VM sees it
+	// HarnessArgs are more harness flags, blank-separated (no quoting).
+	HarnessArgs string
 }
 
 // PayloadDisk stages the payload in dir/stage and turns it into the ext4
@@ -43,6 +45,9 @@ func (p Payload) PayloadDisk(ctx context.Context, dir string) (string, error) {
 		}
 	}
 	if err := os.WriteFile(filepath.Join(stage, "runtimes"), []byte(p.Runtimes+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(stage, "harness-args"), []byte(p.HarnessArgs+"\n"), 0o644); err != nil {
 		return "", err
 	}
 	if p.CasesDir != "" {

@@ -38,7 +38,6 @@ type VM struct {
 	ReportPath  string // the second serial port (the results frame) is written here
 	TailLines   int    // console lines kept for the failure report
 	OnLine      func(line string)
-	Progress    *regexp.Regexp // its first group names the running case
 	ExtraQEMU   []string
 	StartMarker string // console line prefix that ends the boot phase
 }
@@ -50,12 +49,31 @@ type Result struct {
 	TimedOut    bool
 	ExitErr     error // qemu's own exit status, if it failed
 	Tail        []string
-	RunningCase string // from the last progress line
+	RunningCase string // from the last "=== RUN" line, if the harness prints them
+	LastDone    string // from the last result line
 }
 
-// DefaultProgress matches the harness's progress lines ("=== RUN case",
-// "RUN case/runtime") and the stand-in's.
-var DefaultProgress = regexp.MustCompile(`^(?:=== )?RUN\s+(\S+)`)
+var (
+	startLine = regexp.MustCompile(`^=== RUN\s+(.+?)\s*$`)
+	// cgconform prints "pass|FAIL|xdiv|skip  case  [context]  runtime  1.2s …"
+	// when a case ends; the stand-in prints "--- PASS name …".
+	doneLine = regexp.MustCompile(`^(?:(pass|FAIL|xdiv|skip)\s+(\S+)\s+(\[\S+\])\s+(\S+)\s|--- (?:PASS|FAIL|SKIP) (\S+))`)
+)
+
+// ParseProgress says whether a console line starts or ends a case, and
+// names it ("case [context] runtime").
+func ParseProgress(line string) (started, done string) {
+	if m := startLine.FindStringSubmatch(line); m != nil {
+		return m[1], ""
+	}
+	if m := doneLine.FindStringSubmatch(line); m != nil {
+		if m[5] != "" {
+			return "", m[5]
+		}
+		return "", m[2] + " " + m[3] + " " + m[4]
+	}
+	return "", ""
+}
 
 // Args is the qemu command line for the VM.
 func (vm *VM) Args() []string {
@@ -130,10 +148,6 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 	if n <= 0 {
 		n = 40
 	}
-	progress := vm.Progress
-	if progress == nil {
-		progress = DefaultProgress
-	}
 	marker := vm.StartMarker
 	if marker == "" {
 		marker = "cgm: start"
@@ -182,6 +196,7 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 	var (
 		mu      sync.Mutex
 		running string
+		done    string
 		boot    time.Duration
 	)
 	readDone := make(chan struct{})
@@ -197,8 +212,10 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 			if boot == 0 && strings.HasPrefix(line, marker) {
 				boot = time.Since(start)
 			}
-			if m := progress.FindStringSubmatch(line); m != nil && len(m) > 1 {
-				running = m[1]
+			if st, d := ParseProgress(line); st != "" {
+				running = st
+			} else if d != "" {
+				done, running = d, ""
 			}
 			mu.Unlock()
 			if vm.OnLine != nil {
@@ -233,7 +250,7 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 	res.Wall = time.Since(start)
 	res.Tail = t.get()
 	mu.Lock()
-	res.Boot, res.RunningCase = boot, running
+	res.Boot, res.RunningCase, res.LastDone = boot, running, done
 	mu.Unlock()
 	if res.ExitErr != nil && errors.Is(res.ExitErr, context.Canceled) {
 		return res, res.ExitErr
@@ -253,8 +270,13 @@ func (r *Result) Describe(mode string, timeout time.Duration) string {
 	default:
 		fmt.Fprintf(&b, "mode %s: VM powered off without sending its results", mode)
 	}
-	if r.RunningCase != "" {
-		fmt.Fprintf(&b, "; last case started: %s", r.RunningCase)
+	switch {
+	case r.RunningCase != "":
+		fmt.Fprintf(&b, "; case running: %s", r.RunningCase)
+	case r.LastDone != "":
+		fmt.Fprintf(&b, "; last case finished: %s (the next one in case order was running)", r.LastDone)
+	default:
+		b.WriteString("; no case had finished")
 	}
 	fmt.Fprintf(&b, "\nlast %d console lines:\n", len(r.Tail))
 	for _, l := range r.Tail {

@@ -32,8 +32,11 @@ func main() {
 	flag.StringVar(&o.cache, "cache", "out/cache/vm", "folder for the kernel and cached base images (big; keep it git-ignored)")
 	flag.StringVar(&o.bin, "bin", "bin", "folder holding cgconform, runsc-stock and runsc-patched")
 	flag.StringVar(&o.cases, "cases", "cases", "case folder given to the harness")
-	flag.StringVar(&o.runtimes, "runtimes", "", "runtimes list given to the harness (default: the payload's runsc-patched, runsc-stock, runc, crun)")
-	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "time limit of each VM")
+	flag.StringVar(&o.runtimes, "runtimes", "", "-runtimes for the harness in the VM, name=path pairs (default: the payload's runsc-patched and runsc-stock, runc, crun)")
+	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "time limit of each VM")
+	flag.DurationVar(&o.budget, "budget", 0, "time limit of the whole matrix, images included; each VM gets an equal share of what is left (0: none)")
+	flag.StringVar(&o.runRE, "run", "", "passed to the harness as -run: only cases whose \"name [context]\" match (no blanks)")
+	flag.StringVar(&o.harnessArgs, "harness-args", "", "more harness flags, blank-separated")
 	flag.IntVar(&o.cpus, "cpus", 2, "vCPUs per VM")
 	flag.IntVar(&o.mem, "mem", 3072, "memory per VM in MiB")
 	flag.StringVar(&o.kernelPkg, "kernel-pkg", vmimage.DefaultKernelPkg, "Debian kernel package to boot")
@@ -68,7 +71,8 @@ func modeNames() string {
 
 type options struct {
 	modes, out, cache, bin, cases, runtimes, kernelPkg, accel string
-	timeout                                                   time.Duration
+	runRE, harnessArgs                                        string
+	timeout, budget                                           time.Duration
 	cpus, mem                                                 int
 	standin, quiet                                            bool
 }
@@ -147,7 +151,16 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 	matrix := &matrixreport.Matrix{Kernel: o.kernelPkg, Accel: accel}
 	for i, m := range modes {
 		logf("[%d/%d] mode %s: %s", i+1, len(modes), m.Name, m.About)
-		mr := runMode(ctx, o, m, kernel, bases[m.Base], payload, kvm)
+		timeout := o.timeout
+		if o.budget > 0 {
+			share := (o.budget - time.Since(start)) / time.Duration(len(modes)-i)
+			if share < time.Minute {
+				share = time.Minute
+			}
+			timeout = min(timeout, share)
+		}
+		logf("[%d/%d] mode %s: time limit %s", i+1, len(modes), m.Name, timeout.Round(time.Second))
+		mr := runMode(ctx, o, m, kernel, bases[m.Base], payload, kvm, timeout)
 		matrix.Modes = append(matrix.Modes, mr)
 		logf("[%d/%d] mode %s: %s, boot %.0fs, total %.0fs, %d records", i+1, len(modes), m.Name, mr.Status, mr.BootSeconds, mr.WallSeconds, len(mr.Records))
 		if err := ctx.Err(); err != nil {
@@ -165,7 +178,13 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 
 // payloadFor lists the binaries the VMs get.
 func payloadFor(o options) (vmimage.Payload, error) {
-	p := vmimage.Payload{Bins: map[string]string{}, Runtimes: o.runtimes}
+	p := vmimage.Payload{Bins: map[string]string{}, Runtimes: o.runtimes, HarnessArgs: o.harnessArgs}
+	if o.runRE != "" {
+		if strings.ContainsAny(o.runRE, " \t") {
+			return p, fmt.Errorf("-run %q: no blanks, please (the VM splits harness flags on blanks); use \\s or . instead", o.runRE)
+		}
+		p.HarnessArgs = strings.TrimSpace("-run " + o.runRE + " " + p.HarnessArgs)
+	}
 	for _, name := range []string{"runsc-stock", "runsc-patched"} {
 		path := filepath.Join(o.bin, name)
 		if _, err := os.Stat(path); err != nil {
@@ -184,7 +203,7 @@ func payloadFor(o options) (vmimage.Payload, error) {
 		fmt.Printf("matrix: no %s (or -standin): the VMs run the stand-in payload\n", cg)
 	}
 	if p.Runtimes == "" {
-		p.Runtimes = "/payload/bin/runsc-patched,/payload/bin/runsc-stock,runc,crun"
+		p.Runtimes = "runsc-patched=/payload/bin/runsc-patched,runsc-stock=/payload/bin/runsc-stock,runc,crun"
 	}
 	return p, nil
 }

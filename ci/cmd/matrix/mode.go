@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/runsc-cgroups/cgconform/ci/matrixreport"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
@@ -16,7 +17,7 @@ import (
 
 // runMode boots one VM and turns what came back into a ModeRun. It never
 // fails the whole matrix: a broken mode is a row saying why.
-func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string, p vmimage.Payload, kvm bool) matrixreport.ModeRun {
+func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string, p vmimage.Payload, kvm bool, timeout time.Duration) matrixreport.ModeRun {
 	mr := matrixreport.ModeRun{Mode: m.Name, About: m.About, Status: "no-report"}
 	dir := filepath.Join(o.out, m.Name)
 	if err := os.RemoveAll(dir); err != nil {
@@ -38,7 +39,7 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string
 		CPUs:       o.cpus,
 		MemoryMiB:  o.mem,
 		KVM:        kvm,
-		Timeout:    o.timeout,
+		Timeout:    timeout,
 		ConsoleLog: filepath.Join(dir, "console.log"),
 		ReportPath: filepath.Join(dir, "serial-report.txt"),
 		OnLine:     lineHandler(m.Name, o.quiet),
@@ -62,7 +63,7 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string
 	if res != nil {
 		mr.BootSeconds = res.Boot.Seconds()
 		mr.WallSeconds = res.Wall.Seconds()
-		mr.RunningCase = res.RunningCase
+		mr.RunningCase, mr.LastDone = res.RunningCase, res.LastDone
 	}
 	if err != nil {
 		mr.Status, mr.Problem = "crashed", err.Error()
@@ -76,9 +77,15 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string
 		} else if res.ExitErr != nil {
 			mr.Status = "crashed"
 		}
-		mr.Problem = res.Describe(m.Name, o.timeout) + "\n" + ferr.Error()
+		mr.Problem = res.Describe(m.Name, timeout) + "\n" + ferr.Error()
 		mr.ConsoleTail = res.Tail
 		fmt.Println(mr.Problem)
+		if f, err := os.Open(vm.ConsoleLog); err == nil {
+			mr.Records = matrixreport.ParseConsole(f, m.Name)
+			f.Close()
+			mr.Partial = len(mr.Records) > 0
+			mr.Summary = matrixreport.Summarize(mr.Records)
+		}
 		return mr
 	}
 	os.Remove(disk) // the results are out; the disk is just bulk now
@@ -95,15 +102,13 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string
 		mr.ConsoleTail = res.Tail
 		return mr
 	}
-	tool, recs, err := matrixreport.ParseHarnessReport(data, m.Name)
+	h, err := matrixreport.ParseHarnessReport(data, m.Name)
 	if err != nil {
 		mr.Problem = err.Error()
 		return mr
 	}
-	mr.Status, mr.Tool, mr.Records = "reported", tool, recs
-	if tool == "" {
-		mr.Tool = "cgconform"
-	}
+	mr.Status, mr.Tool, mr.HostMode, mr.Records = "reported", h.Tool, h.HostMode, h.Records
+	mr.Summary = matrixreport.Summarize(h.Records)
 	return mr
 }
 
@@ -140,6 +145,6 @@ func lineHandler(mode string, quiet bool) func(string) {
 }
 
 func isProgress(line string) bool {
-	return strings.HasPrefix(line, "cgm:") || vmrun.DefaultProgress.MatchString(line) ||
-		strings.HasPrefix(line, "--- ") || strings.HasPrefix(line, "cgconform")
+	st, done := vmrun.ParseProgress(line)
+	return st != "" || done != "" || strings.HasPrefix(line, "cgm:") || strings.HasPrefix(line, "cgconform")
 }

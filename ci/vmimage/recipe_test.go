@@ -1,0 +1,140 @@
+package vmimage
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRecipeHash(t *testing.T) {
+	base := func() *Recipe {
+		r := NewRecipe("img")
+		r.AddString("version:systemd", "252.38-1~deb12u1")
+		r.Add("file:init", []byte("#!/bin/sh\n"))
+		return r
+	}
+	same := base()
+	if base().Hash() != same.Hash() {
+		t.Fatal("the same inputs hash differently")
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(r *Recipe)
+	}{
+		{"package version", func(r *Recipe) { r.AddString("version:systemd", "252.39-1~deb12u1") }},
+		{"recipe text", func(r *Recipe) { r.Add("file:init", []byte("#!/bin/sh\necho\n")) }},
+		{"new input", func(r *Recipe) { r.AddString("bin:runc", "x") }},
+		{"name", func(r *Recipe) { r.Name = "other" }},
+		// Length prefixes keep key and value apart.
+		{"boundary", func(r *Recipe) {
+			r.inputs = map[string][]byte{"version:systemd252.38-1~deb12u1": nil, "file:init": []byte("#!/bin/sh\n")}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := base()
+			tc.change(r)
+			if r.Hash() == same.Hash() {
+				t.Errorf("changing the %s kept hash %s", tc.name, r.Hash())
+			}
+		})
+	}
+}
+
+func TestRecipeHashIgnoresAddOrder(t *testing.T) {
+	a, b := NewRecipe("x"), NewRecipe("x")
+	a.AddString("k1", "v1")
+	a.AddString("k2", "v2")
+	b.AddString("k2", "v2")
+	b.AddString("k1", "v1")
+	if a.Hash() != b.Hash() {
+		t.Errorf("hash depends on the order inputs were added: %s vs %s", a.Hash(), b.Hash())
+	}
+	if m := a.Manifest(); !strings.Contains(m, "hash "+a.Hash()) || !strings.Contains(m, "k1 sha256:") {
+		t.Errorf("manifest lacks the hash or an input:\n%s", m)
+	}
+}
+
+func TestParseModes(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    string
+		wantErr string
+	}{
+		{in: "", want: "v1,hybrid,v2,systemd-v2,systemd-v1"},
+		{in: "all", want: "v1,hybrid,v2,systemd-v2,systemd-v1"},
+		{in: "v2", want: "v2"},
+		{in: "systemd-v1 v1,v1", want: "v1,systemd-v1"},
+		{in: "v3", wantErr: `unknown mode "v3": pick from v1, hybrid`},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			modes, err := ParseModes(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseModes(%q) error = %v, want %q", tc.in, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, m := range modes {
+				names = append(names, m.Name)
+			}
+			if got := strings.Join(names, ","); got != tc.want {
+				t.Errorf("ParseModes(%q) = %s, want %s", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestModesBootTheirLayout(t *testing.T) {
+	for _, m := range Modes {
+		t.Run(m.Name, func(t *testing.T) {
+			args := strings.Join(m.Cmdline, " ")
+			if !strings.Contains(args, "cgm.mode="+m.Name) {
+				t.Errorf("mode %s does not name itself on the kernel command line: %q", m.Name, args)
+			}
+			wantV1 := m.Name == "systemd-v1"
+			if got := strings.Contains(args, "systemd.unified_cgroup_hierarchy=0"); got != wantV1 {
+				t.Errorf("mode %s: unified_cgroup_hierarchy=0 present = %v, want %v", m.Name, got, wantV1)
+			}
+		})
+	}
+}
+
+func TestParseAptVersion(t *testing.T) {
+	out := []byte("Package: systemd\nVersion: 252.38-1~deb12u1\nArchitecture: amd64\n")
+	if v, err := parseAptVersion(out, "systemd"); err != nil || v != "252.38-1~deb12u1" {
+		t.Errorf("parseAptVersion = %q, %v", v, err)
+	}
+	if _, err := parseAptVersion([]byte("N: Unable to locate package nope\n"), "nope"); err == nil {
+		t.Error("parseAptVersion accepted output without a Version: line")
+	}
+}
+
+func TestParseLdd(t *testing.T) {
+	out := []byte(`	linux-vdso.so.1 (0x00007fda27a40000)
+	libseccomp.so.2 => /lib/x86_64-linux-gnu/libseccomp.so.2 (0x00007fda27a0c000)
+	libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007fda2782a000)
+	/lib64/ld-linux-x86-64.so.2 (0x00007fda27a42000)
+`)
+	got := strings.Join(parseLdd(out), " ")
+	want := "/lib/x86_64-linux-gnu/libseccomp.so.2 /lib/x86_64-linux-gnu/libc.so.6 /lib64/ld-linux-x86-64.so.2"
+	if got != want {
+		t.Errorf("parseLdd = %q, want %q", got, want)
+	}
+}
+
+func TestMountsUnder(t *testing.T) {
+	info := `22 1 0:21 / /proc rw - proc proc rw
+90 1 0:50 / /tmp/x/tree/proc rw - proc proc rw
+91 90 0:51 / /tmp/x/tree/proc/sys/fs/binfmt_misc rw - binfmt_misc b rw
+92 1 0:52 / /tmp/x/tree2 rw - tmpfs t rw
+93 1 0:53 / /tmp/x/tree/with\040space rw - tmpfs t rw
+`
+	got := mountsUnder(info, "/tmp/x/tree")
+	want := []string{"/tmp/x/tree/proc/sys/fs/binfmt_misc", "/tmp/x/tree/with space", "/tmp/x/tree/proc"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("mountsUnder = %q, want %q (deepest first, no sibling prefix matches)", got, want)
+	}
+}
