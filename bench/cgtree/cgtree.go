@@ -251,6 +251,16 @@ func enableV2(top string) []string {
 	return on
 }
 
+// EnableRootControllers enables every controller of a v2 hierarchy's root
+// for its children. That changes the host for everyone: only for a
+// throw-away VM whose init left the root's subtree_control empty.
+func EnableRootControllers(h Hierarchy) []string {
+	if !h.V2 {
+		return nil
+	}
+	return enableV2(h.Mount)
+}
+
 // Dir is the directory of rel ("caller", "caller/x") inside the tree in h.
 func (t *Tree) Dir(h Hierarchy, rel string) string {
 	return filepath.Join(h.Mount, t.Name, filepath.Clean("/"+rel))
