@@ -236,3 +236,27 @@ func Summarize(recs []Record) map[string]int {
 	}
 	return s
 }
+
+// Merge joins matrices of separate runs (one per CI job and mode) in the
+// order given; a later run of the same mode replaces an earlier one.
+func Merge(ms ...*Matrix) *Matrix {
+	out := &Matrix{}
+	idx := map[string]int{}
+	for _, m := range ms {
+		if out.Kernel == "" {
+			out.Kernel = m.Kernel
+		}
+		if out.Accel == "" {
+			out.Accel = m.Accel
+		}
+		for _, mr := range m.Modes {
+			if i, ok := idx[mr.Mode]; ok {
+				out.Modes[i] = mr
+				continue
+			}
+			idx[mr.Mode] = len(out.Modes)
+			out.Modes = append(out.Modes, mr)
+		}
+	}
+	return out
+}

@@ -3,7 +3,6 @@ package vmrun
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -252,8 +251,8 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 	mu.Lock()
 	res.Boot, res.RunningCase, res.LastDone = boot, running, done
 	mu.Unlock()
-	if res.ExitErr != nil && errors.Is(res.ExitErr, context.Canceled) {
-		return res, res.ExitErr
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("VM stopped: %w", err)
 	}
 	return res, nil
 }

@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -42,15 +43,23 @@ func main() {
 	flag.StringVar(&o.kernelPkg, "kernel-pkg", vmimage.DefaultKernelPkg, "Debian kernel package to boot")
 	flag.StringVar(&o.accel, "accel", "auto", "kvm, tcg, or auto (kvm when /dev/kvm is usable)")
 	flag.BoolVar(&o.standin, "standin", false, "run the stand-in payload even when bin/cgconform exists")
-	flag.BoolVar(&o.quiet, "quiet", false, "print only progress lines, not the whole console")
+	flag.BoolVar(&o.console, "console", false, "print every console line of the VMs, not only the progress lines (all are saved in OUT/MODE/console.log)")
+	flag.StringVar(&o.merge, "merge", "", "merge the report.json files of earlier runs (comma-separated folders) into -out, boot nothing")
 	flag.Parse()
+	o.quiet = !o.console
 	if flag.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "matrix: unexpected arguments %q; see -help\n", flag.Args())
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m, err := run(ctx, o)
+	var m *matrixreport.Matrix
+	var err error
+	if o.merge != "" {
+		m, err = merge(o)
+	} else {
+		m, err = run(ctx, o)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "matrix: %v\n", err)
 		os.Exit(1)
@@ -74,7 +83,31 @@ type options struct {
 	runRE, harnessArgs                                        string
 	timeout, budget                                           time.Duration
 	cpus, mem                                                 int
-	standin, quiet                                            bool
+	standin, quiet, console                                   bool
+	merge                                                     string
+}
+
+// merge joins the reports of runs made elsewhere (the CI jobs of each mode).
+func merge(o options) (*matrixreport.Matrix, error) {
+	var ms []*matrixreport.Matrix
+	for _, dir := range strings.Split(o.merge, ",") {
+		data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		if err != nil {
+			return nil, fmt.Errorf("reading a run to merge: %w", err)
+		}
+		var m matrixreport.Matrix
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("%s/report.json is not a matrix report: %w", dir, err)
+		}
+		ms = append(ms, &m)
+	}
+	m := matrixreport.Merge(ms...)
+	if err := m.WriteAll(o.out); err != nil {
+		return nil, err
+	}
+	md, _ := os.ReadFile(filepath.Join(o.out, "report.md"))
+	fmt.Printf("%s\nmatrix: merged %d runs into %s\n", md, len(ms), o.out)
+	return m, nil
 }
 
 func useKVM(accel string) (bool, error) {
