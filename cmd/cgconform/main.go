@@ -5,6 +5,8 @@
 //	cgconform -cases cases -out out/conformance \
 //	  -runtimes runsc-patched=bin/runsc-patched,runsc-stock=bin/runsc-stock,runc,crun
 //
+// "cgconform clean" removes empty test roots left by runs that were killed.
+//
 // It exits 0 only when nothing unexpected happened: every result is a
 // pass, an expected divergence or a skip with its reason. It must run as
 // root; it creates and removes its own test root cgroup in every mounted
@@ -33,7 +35,49 @@ func main() {
 	if len(os.Args) > 1 && (os.Args[1] == runner.HelperCommand || os.Args[1] == "mount-cgroup2-exec") {
 		os.Exit(runner.HelperMain(os.Args[1], os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "clean" {
+		os.Exit(clean())
+	}
 	os.Exit(run())
+}
+
+// clean removes the test roots of earlier runs that died without cleaning
+// up (SIGKILL, a VM timeout). It only removes empty cgroups: processes
+// still inside belong to a run that is gone, and a process this invocation
+// did not start is never killed; it lists them instead.
+func clean() int {
+	host, err := cgroupfs.Detect()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cgconform clean: %v\n", err)
+		return 2
+	}
+	rc := 0
+	for _, h := range host.Hierarchies {
+		ents, _ := os.ReadDir(h.Mount)
+		for _, e := range ents {
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), "cgconform-cgc") {
+				continue
+			}
+			var busy []string
+			for _, d := range cgroupfs.Dirs(h, "/"+e.Name()) {
+				if pids, _ := cgroupfs.Procs(h, d); len(pids) > 0 {
+					busy = append(busy, fmt.Sprintf("%s %v", d, pids))
+				}
+			}
+			if len(busy) > 0 {
+				fmt.Printf("%s: still holds processes (kill them by PID first): %s\n", h.Dir("/"+e.Name()), strings.Join(busy, "; "))
+				rc = 1
+				continue
+			}
+			if left := cgroupfs.RemoveTree(h.Dir("/"+e.Name()), time.Second); len(left) > 0 {
+				fmt.Printf("could not remove: %s\n", strings.Join(left, "; "))
+				rc = 1
+				continue
+			}
+			fmt.Printf("removed %s\n", h.Dir("/"+e.Name()))
+		}
+	}
+	return rc
 }
 
 func run() int {

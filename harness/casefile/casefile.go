@@ -356,6 +356,9 @@ func (c *Case) Validate() error {
 				return fmt.Errorf("%s.spec: %w", f, err)
 			}
 		}
+		if err := checkCgroupsPath(s.Spec); err != nil {
+			return fmt.Errorf("%s.spec.linux.cgroupsPath: %w", f, err)
+		}
 	}
 	if len(c.Steps) == 0 {
 		return fmt.Errorf("steps: at least one step is needed")
@@ -551,6 +554,44 @@ func (c *Check) validate(sandboxes map[string]bool) error {
 		return fmt.Errorf("check: set exactly one assertion (got %d)", n)
 	}
 	return nil
+}
+
+// checkCgroupsPath makes every cgroup a case asks for attributable to the
+// run, so the harness can find and remove it wherever a runtime puts it
+// (runc resolves relative paths at the root of the unified hierarchy on
+// hybrid hosts, stock runsc puts empty paths at the root): absolute paths
+// live below ${caseroot}; the first element of a relative path names the
+// run (${token} or ${id}). systemd "slice:prefix:name" paths are left to
+// the unit naming.
+func checkCgroupsPath(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var frag struct {
+		Linux *struct {
+			CgroupsPath string `json:"cgroupsPath"`
+		} `json:"linux"`
+	}
+	if err := json.Unmarshal(raw, &frag); err != nil || frag.Linux == nil {
+		return nil
+	}
+	p := frag.Linux.CgroupsPath
+	switch {
+	case p == "" || strings.Contains(p, ":") || strings.HasPrefix(p, "${caseroot}/"):
+		return nil
+	case strings.HasPrefix(p, "/"):
+		return fmt.Errorf("%q: an absolute path must start with ${caseroot}/ (the harness never writes outside its test root)", p)
+	}
+	for _, e := range strings.Split(p, "/") {
+		if e == ".." || e == "." || e == "" {
+			continue
+		}
+		if strings.Contains(e, "${token}") || strings.Contains(e, "${id}") {
+			return nil
+		}
+		break
+	}
+	return fmt.Errorf("%q: the first element of a relative path must contain ${token} or ${id}, so that the harness can find it even at a hierarchy root (e.g. \"actors-${token}/a1\")", p)
 }
 
 func validCgroupRef(s string) bool {

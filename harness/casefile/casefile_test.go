@@ -22,7 +22,7 @@ sandboxes:
     root: r1
     options: [nested-cgroups]
     spec:
-      linux: {cgroupsPath: "x/${id}"}
+      linux: {cgroupsPath: "x-${token}/${id}"}
   - {name: b, id: pause, root: r2}
 steps:
   - {do: run, sandbox: a}
@@ -73,6 +73,8 @@ func TestParseBad(t *testing.T) {
 		{"bad duration", "within: 1.5s|within: soon", "time: invalid duration"},
 		{"bad option", "options: [nested-cgroups]|options: [turbo]", "sandboxes[0].options[0]: unknown option"},
 		{"two assertions", "check: {placement:|check: {nothingLeft: true, placement:", "steps[1].check: set exactly one assertion"},
+		{"relative path without token", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "x/y"`, "sandboxes[0].spec.linux.cgroupsPath: \"x/y\": the first element"},
+		{"absolute path outside case root", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "/abs/x"`, "must start with ${caseroot}/"},
 		{"missing purpose", "purpose: proves something|purpose: \"\"", "purpose: missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

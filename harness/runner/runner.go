@@ -133,7 +133,7 @@ func Run(ctx context.Context, opt Options) (rep *report.Report, err error) {
 				} else {
 					res = r.runOne(ctx, c, cx, rt, idx)
 				}
-				fmt.Fprintf(opt.Progress, "%-4s %-44s %-20s %-14s %6.1fs %s\n", report.Symbol(res.Outcome), c.Name, "["+cx+"]", rt.Name,
+				fmt.Fprintf(opt.Progress, "%-4s %-30s %-22s %-14s %6.1fs %s\n", report.Symbol(res.Outcome), c.Name, "["+cx+"]", rt.Name,
 					float64(res.DurationMS)/1000, oneLine(res))
 				rep.Results = append(rep.Results, res)
 			}
@@ -759,8 +759,11 @@ func (r *Runner) makeInstances(cs *caseState) error {
 			id := r.token + "-" + sb.ContainerID()
 			label := sb.Name
 			if sb.Count > 1 {
-				id = fmt.Sprintf("%s-%d", id, k)
-				label = fmt.Sprintf("%s#%d", sb.Name, k)
+				// Same width for every instance: runsc resolves an ID
+				// by prefix, so "x-1" would be ambiguous with "x-10".
+				w := len(fmt.Sprint(n - 1))
+				id = fmt.Sprintf("%s-%0*d", id, w, k)
+				label = fmt.Sprintf("%s#%0*d", sb.Name, w, k)
 			}
 			in := &instance{sb: sb, label: label, id: id, pids: map[string]int{}}
 			in.root = filepath.Join(cs.dir, "state", sb.RootName())
