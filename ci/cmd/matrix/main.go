@@ -154,6 +154,11 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 		return nil, err
 	}
 	start := time.Now()
+	unlock, err := b.Lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock() // closing twice is harmless; released early below
 	kernel, err := b.Kernel(ctx)
 	if err != nil {
 		return nil, err
@@ -175,6 +180,7 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 		}
 		bases[m.Base] = p
 	}
+	unlock()
 	logf("images ready in %s (kernel %s)", time.Since(start).Round(time.Second), kernel)
 
 	accel := "tcg"
