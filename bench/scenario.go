@@ -433,6 +433,11 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 	close(gate)
 	wg.Wait()
 	run.Seconds = time.Since(start).Seconds()
+	if err := ctx.Err(); err != nil {
+		// Killed commands are no failures of the runtime; what was made
+		// is deleted by Env.Cleanup.
+		return run, fmt.Errorf("N=%d batch interrupted: %w", n, err)
+	}
 	if s, err := Summarize(lat); err == nil {
 		run.Latency = &s
 	}
@@ -518,6 +523,9 @@ func (e *Env) Parallel(ctx context.Context, ns []int, reps int, withBaseline boo
 	k := 0
 	for rep := 0; rep < reps && res.Error == ""; rep++ {
 		for _, n := range ns {
+			if res.Error != "" {
+				break
+			}
 			order := []Runtime{e.Stock, cand}
 			side := []string{"s", "p"}
 			if CandidateFirst(k) {
@@ -528,6 +536,10 @@ func (e *Env) Parallel(ctx context.Context, ns []int, reps int, withBaseline boo
 			}
 			k++
 			for j, rt := range order {
+				if err := ctx.Err(); err != nil {
+					res.Error = "interrupted: " + err.Error()
+					break
+				}
 				tag := fmt.Sprintf("par%s%dr%d", side[j], n, rep)
 				e.logf("parallel: %s N=%d round %d/%d", rt.Label(), n, rep+1, reps)
 				b, err := e.Batch(ctx, rt, n, tag)

@@ -243,3 +243,22 @@ func TestParallelWithoutBaseline(t *testing.T) {
 		t.Errorf("%d runtime calls, want 12 (create, start, delete for 4 sandboxes)", got)
 	}
 }
+
+func TestParallelStopsWhenInterrupted(t *testing.T) {
+	rt, calls := fakeRuntime(t, "fake", "")
+	e := testEnv(t, rt, rt)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := e.Parallel(ctx, []int{1, 8}, 3, true)
+	if !strings.Contains(r.Error, "interrupted") {
+		t.Errorf("error %q, want interrupted", r.Error)
+	}
+	if c := readCalls(t, calls); len(c) != 0 {
+		t.Errorf("runtime called %d times after the interrupt", len(c))
+	}
+	for _, p := range r.Points {
+		if p.Failures != 0 {
+			t.Errorf("interrupt counted as %d failures at N=%d", p.Failures, p.N)
+		}
+	}
+}
