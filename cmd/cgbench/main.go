@@ -63,6 +63,7 @@ type plan struct {
 	Reps            int
 	ParallelStock   bool
 	Only            map[string]bool
+	Variants        map[string]bool
 	Timeout         time.Duration
 	KeepLogs        bool
 	LogDir          string
@@ -87,6 +88,7 @@ func measure(args []string) int {
 	reps := fs.Int("parallel-reps", 3, "rounds of the parallel sweep")
 	withStock := fs.Bool("parallel-stock", true, "run stock (default mode) in the parallel sweep too, as a reference")
 	only := fs.String("only", "startup,collision,parallel", "scenarios to run")
+	variants := fs.String("variants", "control,default,default-empty-path,nested", "create+start+delete variants to run")
 	busybox := fs.String("busybox", "/usr/bin/busybox", "static busybox for the sandbox rootfs")
 	timeout := fs.Duration("timeout", 2*time.Minute, "limit for one runtime command")
 	keepLogs := fs.Bool("keep-logs", false, "keep stdout/stderr of runtime commands that succeeded")
@@ -123,6 +125,10 @@ func measure(args []string) int {
 	p := &plan{Pairs: *pairs, Ns: ns, Reps: *reps, ParallelStock: *withStock, Timeout: *timeout, KeepLogs: *keepLogs, Only: map[string]bool{}}
 	for _, s := range strings.Split(*only, ",") {
 		p.Only[strings.TrimSpace(s)] = true
+	}
+	p.Variants = map[string]bool{}
+	for _, s := range strings.Split(*variants, ",") {
+		p.Variants[strings.TrimSpace(s)] = true
 	}
 	for _, b := range []struct {
 		rt   *bench.Runtime
@@ -374,7 +380,7 @@ func worker(args []string) int {
 			return
 		}
 		for _, v := range env.StartupVariants() {
-			if ctx.Err() != nil || (len(v.Candidate.Flags) > 0) != nested {
+			if ctx.Err() != nil || (len(v.Candidate.Flags) > 0) != nested || !p.Variants[v.Name] {
 				continue
 			}
 			r := env.Startup(ctx, v, p.Pairs)
