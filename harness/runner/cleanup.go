@@ -1,0 +1,256 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/report"
+	"golang.org/x/sys/unix"
+)
+
+// teardown kills what the run started, removes the test root in every
+// hierarchy and anything named with the run token, unmounts what runtimes
+// left mounted in the work folder and removes it. It returns what it could
+// not remove.
+func (r *Runner) teardown() []string {
+	var left []string
+	if r.reaper != nil {
+		killAndWait(descendants(os.Getpid()), 5*time.Second)
+	}
+	if r.tree != nil {
+		for _, h := range r.host.Hierarchies {
+			for _, d := range cgroupfs.FindNamed(h, r.token, r.tree.Root) {
+				left = append(left, cgroupfs.RemoveTree(h.Dir(d), 5*time.Second)...)
+			}
+			left = append(left, cgroupfs.RemoveTree(h.Dir(r.tree.Root), 5*time.Second)...)
+		}
+	}
+	if r.work != "" {
+		left = append(left, unmountUnder(r.work)...)
+		if err := os.RemoveAll(r.work); err != nil {
+			left = append(left, err.Error())
+		}
+	}
+	if r.reaper != nil {
+		r.reaper.close()
+		r.reaper = nil
+	}
+	return left
+}
+
+// unmountUnder detaches every mount below dir (e.g. runsc's per-root
+// null-netns bind mount), deepest first.
+func unmountUnder(dir string) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var mnts []string
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			mnts = append(mnts, f[4])
+		}
+	}
+	sort.Slice(mnts, func(i, j int) bool { return len(mnts[i]) > len(mnts[j]) })
+	var left []string
+	for _, m := range mnts {
+		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			left = append(left, fmt.Sprintf("umount %s: %v", m, err))
+		}
+	}
+	return left
+}
+
+// snapshot lists every cgroup below the case root, plus anything named
+// with the run token elsewhere, plus the unit's subtree, as
+// "<hierarchy>:<path>".
+func (r *Runner) snapshot(cs *caseState) map[string]bool {
+	out := map[string]bool{}
+	for _, h := range r.host.Hierarchies {
+		for _, d := range cgroupfs.Dirs(h, cs.root) {
+			out[h.Name()+":"+d] = true
+		}
+		for _, d := range cgroupfs.FindNamed(h, r.token, r.tree.Root) {
+			for _, x := range cgroupfs.Dirs(h, d) {
+				out[h.Name()+":"+x] = true
+			}
+		}
+		for _, e := range cs.extra {
+			k, p, _ := strings.Cut(e, "\x00")
+			if k == h.Key {
+				for _, d := range cgroupfs.Dirs(h, p) {
+					out[h.Name()+":"+d] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func diffSets(before, after map[string]bool) (added, removed []string) {
+	for k := range after {
+		if !before[k] {
+			added = append(added, k)
+		}
+	}
+	for k := range before {
+		if !after[k] {
+			removed = append(removed, k)
+		}
+	}
+	sort.Strings(added)
+	sort.Strings(removed)
+	return added, removed
+}
+
+func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
+	before := r.snapshot(cs)
+	rec := report.Step{ID: "cleanup", Do: "delete-force"}
+	t0 := time.Now()
+	var notes []string
+	for _, in := range cs.order {
+		if !in.created || in.deleted {
+			continue
+		}
+		res := r.runCommand(ctx, cs, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "delete-force", in.id, in.bundle, nil, "")...), 60*time.Second)
+		if res.exit != 0 {
+			notes = append(notes, fmt.Sprintf("delete --force %s exited %d: %s", in.label, res.exit, trunc(res.output, 300)))
+		}
+	}
+	// Give exiting sandboxes a moment, then look for what is left.
+	var leaks []string
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		leaks = r.leftovers(cs)
+		if len(leaks) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	rec.DurationMS = time.Since(t0).Milliseconds()
+	rec.Added, rec.Removed = diffSets(before, r.snapshot(cs))
+	rec.Note = strings.Join(notes, "; ")
+	cs.res.Steps = append(cs.res.Steps, rec)
+	if len(leaks) > 0 {
+		cs.res.Leaks = leaks
+		cs.fail("cleanup", fmt.Sprintf("left behind after every sandbox was deleted: %d item(s)", len(leaks)), strings.Join(groupByPath(leaks, len(r.host.Hierarchies)), "\n"))
+	}
+}
+
+// leftovers lists cgroups beyond the context's own and live processes
+// the runtime started that are still around.
+func (r *Runner) leftovers(cs *caseState) []string {
+	var out []string
+	now := r.snapshot(cs)
+	added, _ := diffSets(cs.baseline, now)
+	out = append(out, added...)
+	for _, p := range r.strayProcs(cs) {
+		out = append(out, fmt.Sprintf("pid %d (%s) %s", p, comm(p), strings.Join(cmdline(p), " ")))
+	}
+	return out
+}
+
+// strayProcs are live descendants of the harness other than the context's
+// holders.
+func (r *Runner) strayProcs(cs *caseState) []int {
+	var out []int
+	for _, p := range descendants(os.Getpid()) {
+		if contains(intsToStrings(cs.holders), fmt.Sprint(p)) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func intsToStrings(xs []int) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = fmt.Sprint(x)
+	}
+	return out
+}
+
+// teardownCase removes the context and everything below the case root.
+func (r *Runner) teardownCase(cs *caseState) {
+	if left := killAndWait(descendants(os.Getpid()), 5*time.Second); len(left) > 0 {
+		cs.fail("teardown", fmt.Sprintf("processes survived SIGKILL: %v", left), "")
+		cs.res.Outcome = report.Fail
+	}
+	var left []string
+	if cs.unit != "" {
+		_ = exec.Command("systemctl", "stop", cs.unit).Run()
+		// What a runtime made inside the unit is ours to remove; systemd
+		// removes the unit's own cgroup.
+		for _, e := range cs.extra {
+			k, p, _ := strings.Cut(e, "\x00")
+			for _, h := range r.host.Hierarchies {
+				if h.Key == k {
+					left = append(left, cgroupfs.RemoveTree(h.Dir(p), 5*time.Second)...)
+				}
+			}
+		}
+	}
+	for _, h := range r.host.Hierarchies {
+		for _, d := range cgroupfs.FindNamed(h, r.token, r.tree.Root) {
+			left = append(left, cgroupfs.RemoveTree(h.Dir(d), 5*time.Second)...)
+		}
+		left = append(left, cgroupfs.RemoveTree(h.Dir(cs.root), 5*time.Second)...)
+	}
+	mounts := unmountUnder(cs.dir)
+	left = append(left, mounts...)
+	if len(left) > 0 {
+		cs.fail("teardown", "the harness could not remove everything", strings.Join(left, "\n"))
+		if cs.res.Outcome != report.Skip {
+			cs.res.Outcome = report.Fail
+		}
+	}
+	_ = os.RemoveAll(cs.dir)
+}
+
+// groupByPath folds "<hierarchy>:<cgroup>" items that differ only in the
+// hierarchy into one line per cgroup; other items stay as they are.
+func groupByPath(items []string, nHier int) []string {
+	var order []string
+	by := map[string][]string{}
+	var out []string
+	for _, it := range items {
+		h, p, ok := strings.Cut(it, ":/")
+		if !ok || strings.HasPrefix(it, "pid ") {
+			out = append(out, it)
+			continue
+		}
+		p = "/" + p
+		if _, seen := by[p]; !seen {
+			order = append(order, p)
+		}
+		by[p] = append(by[p], h)
+	}
+	var grouped []string
+	for _, p := range order {
+		hs := by[p]
+		if len(hs) == nHier {
+			grouped = append(grouped, fmt.Sprintf("%s (all %d hierarchies)", p, nHier))
+		} else {
+			grouped = append(grouped, fmt.Sprintf("%s (%s)", p, strings.Join(hs, " ")))
+		}
+	}
+	return append(grouped, out...)
+}

@@ -1,0 +1,196 @@
+package runner
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/ocispec"
+)
+
+// setupContext builds the caller context below the case root.
+func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
+	if err := r.tree.Mkdir(cs.root); err != nil {
+		return err
+	}
+	var caller string
+	var holders []string // cgroups that get a long-running process
+	switch cs.cx {
+	case "host":
+		caller = cs.root + "/host"
+	case "container":
+		caller = cs.root + "/container"
+		holders = []string{caller}
+	case "kubepods-privileged", "kubepods-delegated":
+		pod := cs.root + "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + strings.ReplaceAll(fakeUUID(r.token, 1), "-", "_") + ".slice"
+		pause := pod + "/cri-containerd-" + fakeHex(r.token, 2) + ".scope"
+		caller = pod + "/cri-containerd-" + fakeHex(r.token, 3) + ".scope"
+		holders = []string{pause, caller}
+		cs.cgroupns = cs.cx == "kubepods-delegated"
+	case "systemd-unit":
+		return r.setupUnit(ctx, cs)
+	default:
+		return fmt.Errorf("unknown context %q", cs.cx)
+	}
+	for _, d := range append([]string{caller}, holders...) {
+		if err := r.tree.Mkdir(d); err != nil {
+			return err
+		}
+	}
+	cs.caller = map[string]string{}
+	for _, h := range r.host.Hierarchies {
+		cs.caller[h.Key] = caller
+		cs.joinDirs = append(cs.joinDirs, h.Dir(caller))
+	}
+	for _, hd := range holders {
+		pid, err := r.startHolder(hd)
+		if err != nil {
+			return err
+		}
+		cs.holders = append(cs.holders, pid)
+		if hd == caller {
+			cs.callerHolders = append(cs.callerHolders, pid)
+		}
+	}
+	return nil
+}
+
+// startHolder starts a long-running process in cgroup rel (what a
+// container's own processes are to a runtime started inside it).
+func (r *Runner) startHolder(rel string) (int, error) {
+	var args []string
+	args = append(args, HelperCommand)
+	for _, h := range r.host.Hierarchies {
+		args = append(args, "--join", h.Dir(rel))
+	}
+	args = append(args, "--", "sleep", "100000")
+	cmd := exec.Command(r.opt.Self, args...)
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer null.Close()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	pid := cmd.Process.Pid
+	// The reaper collects it when it dies; it must be in rel before the
+	// case starts.
+	_ = cmd.Process.Release()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		cg, err := cgroupfs.ProcCgroup(pid)
+		if err == nil && len(cmdline(pid)) > 0 && cmdline(pid)[0] == "sleep" {
+			ok := true
+			for _, h := range r.host.Hierarchies {
+				if cg[h.Key] != rel {
+					ok = false
+				}
+			}
+			if ok {
+				return pid, nil
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("holder process %d did not reach %s", pid, rel)
+}
+
+// setupUnit starts a transient Delegate=yes unit holding a process; its
+// cgroups are the caller context.
+func (r *Runner) setupUnit(ctx context.Context, cs *caseState) error {
+	cs.unit = fmt.Sprintf("cgconform-%s-%s.service", r.token, filepath.Base(cs.root))
+	out, err := exec.CommandContext(ctx, "systemd-run", "--unit", cs.unit, "-p", "Delegate=yes", "--collect", "sleep", "100000").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("systemd-run: %v: %s", err, out)
+	}
+	var pid int
+	for i := 0; i < 100 && pid == 0; i++ {
+		o, _ := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID", "--value", cs.unit).Output()
+		fmt.Sscan(strings.TrimSpace(string(o)), &pid)
+		if pid == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if pid == 0 {
+		return fmt.Errorf("unit %s has no main PID", cs.unit)
+	}
+	cg, err := cgroupfs.ProcCgroup(pid)
+	if err != nil {
+		return err
+	}
+	// The unit's main process is the context's own process in C; systemd,
+	// not the harness, is its parent, so "systemctl stop" ends it.
+	cs.callerHolders = []int{pid}
+	cs.caller = map[string]string{}
+	for _, h := range r.host.Hierarchies {
+		if p, ok := cg[h.Key]; ok {
+			cs.caller[h.Key] = p
+			cs.joinDirs = append(cs.joinDirs, h.Dir(p))
+			cs.extra = append(cs.extra, h.Key+"\x00"+p)
+		}
+	}
+	return nil
+}
+
+func fakeHex(token string, n int) string {
+	s := strings.Repeat(fmt.Sprintf("%s%02d", token, n), 8)
+	return hex.EncodeToString([]byte(s))[:64]
+}
+
+func fakeUUID(token string, n int) string {
+	h := fakeHex(token, n)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+func (r *Runner) makeInstances(cs *caseState) error {
+	callerAny := ""
+	for _, p := range cs.caller {
+		callerAny = p
+		break
+	}
+	cs.vars = map[string]string{"token": r.token, "caseroot": cs.root, "caller": callerAny}
+	for i := range cs.c.Sandboxes {
+		sb := &cs.c.Sandboxes[i]
+		n := sb.Instances()
+		for k := 0; k < n; k++ {
+			id := r.token + "-" + sb.ContainerID()
+			label := sb.Name
+			if sb.Count > 1 {
+				// Same width for every instance: runsc resolves an ID
+				// by prefix, so "x-1" would be ambiguous with "x-10".
+				w := len(fmt.Sprint(n - 1))
+				id = fmt.Sprintf("%s-%0*d", id, w, k)
+				label = fmt.Sprintf("%s#%0*d", sb.Name, w, k)
+			}
+			in := &instance{sb: sb, label: label, id: id, pids: map[string]int{}}
+			in.root = filepath.Join(cs.dir, "state", sb.RootName())
+			in.bundle = filepath.Join(cs.dir, "bundles", strings.ReplaceAll(label, "#", "-"))
+			if err := os.MkdirAll(in.root, 0o700); err != nil {
+				return err
+			}
+			vars := map[string]string{"id": id}
+			for k, v := range cs.vars {
+				vars[k] = v
+			}
+			spec, err := ocispec.Merge(ocispec.Base(r.rootfs), sb.Spec, vars)
+			if err != nil {
+				return fmt.Errorf("%s: sandboxes %s: %w", cs.c.File, sb.Name, err)
+			}
+			if err := ocispec.WriteBundle(in.bundle, spec); err != nil {
+				return err
+			}
+			in.global, in.notes = cs.rt.GlobalFlags(in.root, sb.Options)
+			cs.insts[sb.Name] = append(cs.insts[sb.Name], in)
+			cs.order = append(cs.order, in)
+		}
+	}
+	return nil
+}
