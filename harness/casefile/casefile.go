@@ -228,7 +228,7 @@ var (
 	// Requirements a case may list.
 	Requirements = []string{"root", "cgroup-v1", "hybrid", "cgroup-v2", "v1-controllers", "systemd", "no-systemd", "cgroupns"}
 	// Contexts a case may run in.
-	Contexts = []string{"host", "container", "kubepods-privileged", "kubepods-delegated", "systemd-unit"}
+	Contexts = []string{"host", "container", "kubepods-privileged", "kubepods-delegated", "systemd-unit", "systemd-unit-undelegated"}
 	// Modes are host cgroup modes, as used in When and Divergence.
 	Modes = []string{"cgroup-v1", "hybrid", "cgroup-v2"}
 	// Actions a step may do.

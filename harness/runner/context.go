@@ -34,7 +34,9 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 		holders = []string{pause, caller}
 		cs.cgroupns = cs.cx == "kubepods-delegated"
 	case "systemd-unit":
-		return r.setupUnit(ctx, cs)
+		return r.setupUnit(ctx, cs, true)
+	case "systemd-unit-undelegated":
+		return r.setupUnit(ctx, cs, false)
 	default:
 		return fmt.Errorf("unknown context %q", cs.cx)
 	}
@@ -103,11 +105,16 @@ func (r *Runner) startHolder(rel string) (int, error) {
 	return 0, fmt.Errorf("holder process %d did not reach %s", pid, rel)
 }
 
-// setupUnit starts a transient Delegate=yes unit holding a process; its
-// cgroups are the caller context.
-func (r *Runner) setupUnit(ctx context.Context, cs *caseState) error {
+// setupUnit starts a transient unit (Delegate=yes unless told otherwise)
+// holding a process; its cgroups are the caller context.
+func (r *Runner) setupUnit(ctx context.Context, cs *caseState, delegate bool) error {
 	cs.unit = fmt.Sprintf("cgconform-%s-%s.service", r.token, filepath.Base(cs.root))
-	out, err := exec.CommandContext(ctx, "systemd-run", "--unit", cs.unit, "-p", "Delegate=yes", "--collect", "sleep", "100000").CombinedOutput()
+	args := []string{"--unit", cs.unit, "--collect"}
+	if delegate {
+		args = append(args, "-p", "Delegate=yes")
+	}
+	args = append(args, "sleep", "100000")
+	out, err := exec.CommandContext(ctx, "systemd-run", args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("systemd-run: %v: %s", err, out)
 	}

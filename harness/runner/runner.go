@@ -299,7 +299,7 @@ func (r *Runner) skipReason(c *casefile.Case, cx string, rt Runtime) string {
 		if r.host.Mode != cgroupfs.ModeV2 {
 			return "kubepods-delegated mounts cgroup2 at the root of a private cgroup namespace (the seed's fix): needs a cgroup v2 host"
 		}
-	case "systemd-unit":
+	case "systemd-unit", "systemd-unit-undelegated":
 		if !r.host.SystemdPID1 {
 			return "systemd-unit needs systemd as PID 1 to start a Delegate=yes unit (runs in the systemd VMs)"
 		}
