@@ -9,7 +9,8 @@
 #
 #   bench/vm-v2.sh [cgbench flags…]      e.g. -pairs 20 -parallel 1,8,32,64
 # Environment: MODE (v2), MEM (MiB, 8192), CPUS (2), LIMIT (seconds, 5400),
-#              KERNEL, INITRD (default: newest in out/cache/vm).
+#              KERNEL, INITRD (default: newest in out/cache/vm),
+#              STOCK, PATCHED (default: bin/runsc-stock, bin/runsc-patched).
 set -eu
 cd "$(dirname "$0")/.."
 MODE=${MODE:-v2}
@@ -22,14 +23,17 @@ INITRD=${INITRD:-$(ls -t out/cache/vm/busybox-*/initramfs.cpio 2>/dev/null | hea
 	echo "vm-v2: no cached kernel/initramfs in out/cache/vm: run make matrix MODES=v2 once" >&2
 	exit 2
 }
-for b in bin/runsc-stock bin/runsc-patched; do
+STOCK=${STOCK:-bin/runsc-stock}
+PATCHED=${PATCHED:-bin/runsc-patched}
+for b in "$STOCK" "$PATCHED"; do
 	[ -x "$b" ] || { echo "vm-v2: $b missing: run make runsc" >&2; exit 2; }
 done
 
 out=out/bench/vm-$MODE
 rm -rf "$out" && mkdir -p "$out/stage/bin" "$out/stage/out"
 CGO_ENABLED=0 go build -o "$out/stage/bin/cgbench" ./cmd/cgbench
-cp bin/runsc-stock bin/runsc-patched "$out/stage/bin/"
+cp "$STOCK" "$out/stage/bin/runsc-stock"
+cp "$PATCHED" "$out/stage/bin/runsc-patched"
 printf '%s\n' "$*" >"$out/stage/bench-args"
 cat >"$out/stage/cgm-run" <<'RUN'
 #!/bin/sh
