@@ -142,11 +142,34 @@ func (r *Report) Evaluate() {
 		}
 	}
 	if r.Collision != nil {
-		r.Targets = append(r.Targets, CollisionTarget(*r.Collision))
+		st, pt := r.plainDelete()
+		r.Targets = append(r.Targets, CollisionTarget(*r.Collision, st, pt))
 	}
 	if r.Parallel != nil {
 		r.Targets = append(r.Targets, ParallelTarget(*r.Parallel))
 	}
+}
+
+// plainDelete is the median seconds of a delete -force without a collision,
+// stock and patched, from the default row of this run (0 when not run): the
+// floor a collision delete can reach on this machine.
+func (r *Report) plainDelete() (stock, patched float64) {
+	for _, s := range r.Startup {
+		if s.Variant.Name != "default" || s.Stats == nil {
+			continue
+		}
+		for _, p := range s.Stats.BaselinePhases {
+			if p.Name == "delete" {
+				stock = p.Seconds
+			}
+		}
+		for _, p := range s.Stats.CandidatePhases {
+			if p.Name == "delete" {
+				patched = p.Seconds
+			}
+		}
+	}
+	return stock, patched
 }
 
 // Markdown writes the tables.
@@ -176,6 +199,21 @@ func (r *Report) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %s | **%s** | %s |\n", t.Name, t.Goal, t.Measured, t.Status, cell(t.Why))
 	}
 
+	if len(r.Startup) > 0 {
+		r.startupMarkdown(w)
+	}
+	r.collisionMarkdown(w)
+	r.parallelMarkdown(w)
+	r.conformanceMarkdown(w)
+	if len(r.Errors) > 0 {
+		fmt.Fprintf(w, "\n### Failed runs (cgbench exits 1)\n\n")
+		for _, e := range r.Errors {
+			fmt.Fprintf(w, "- %s\n", cell(e))
+		}
+	}
+}
+
+func (r *Report) startupMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n### create + start + delete of one busybox sandbox (ratio = candidate / baseline, per pair)\n\n")
 	fmt.Fprintf(w, "| variant | candidate | baseline | pairs | median ratio | IQR | min – max | CPU ratio of the runsc commands (median, IQR) | candidate median s | baseline median s | phases (create/start/delete, median s) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Startup {
@@ -203,7 +241,9 @@ func (r *Report) Markdown(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
+}
 
+func (r *Report) collisionMarkdown(w io.Writer) {
 	if c := r.Collision; c != nil {
 		fmt.Fprintf(w, "\n### Same-ID collision: first `delete -force` (two sandboxes, one ID, two --root folders, empty cgroupsPath)\n\n")
 		fmt.Fprintf(w, "| runtime | runs | median s | IQR s | min – max s | exit codes | other sandbox still running | cgroups left after both deletes |\n|---|---|---|---|---|---|---|---|\n")
@@ -227,9 +267,12 @@ func (r *Report) Markdown(w io.Writer) {
 		if c.Ratio != nil {
 			fmt.Fprintf(w, "\nPer-pair ratio patched/stock of the first delete: median %.3f (min %.3f, max %.3f).\n", c.Ratio.Median, c.Ratio.Min, c.Ratio.Max)
 		}
+		if st, pt := r.plainDelete(); st > 0 {
+			fmt.Fprintf(w, "\nFor reference, a plain `delete -force` without a collision in this run (default row, median): stock %.3fs, patched %.3fs.\n", st, pt)
+		}
 		for _, runs := range [][]CollisionRun{c.Stock, c.Patched} {
-			if f := firstFailure(runs); f != "" {
-				fmt.Fprintf(w, "\nA failed first delete (`%s`): %s\n", runs[0].ID, cell(f))
+			if id, f := failedRun(runs); f != "" {
+				fmt.Fprintf(w, "\nA failed first delete (`%s`): %s\n", id, cell(f))
 			}
 		}
 		if c.Error != "" {
@@ -237,6 +280,9 @@ func (r *Report) Markdown(w io.Writer) {
 		}
 	}
 
+}
+
+func (r *Report) parallelMarkdown(w io.Writer) {
 	if p := r.Parallel; p != nil {
 		fmt.Fprintf(w, "\n### N sandboxes created + started in parallel from one caller cgroup\n\n")
 		if p.Note != "" {
@@ -265,6 +311,9 @@ func (r *Report) Markdown(w io.Writer) {
 		}
 	}
 
+}
+
+func (r *Report) conformanceMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n### Conformance run, wall time per host mode\n\n| mode | wall s | status | source |\n|---|---|---|---|\n")
 	for _, c := range r.Conformance {
 		secs := "not measured"
@@ -272,12 +321,6 @@ func (r *Report) Markdown(w io.Writer) {
 			secs = fmt.Sprintf("%.1f", c.Seconds)
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | `%s` |\n", c.Mode, secs, cell(strings.TrimSpace(c.Status+" "+c.Note)), c.Source)
-	}
-	if len(r.Errors) > 0 {
-		fmt.Fprintf(w, "\n### Failed runs (cgbench exits 1)\n\n")
-		for _, e := range r.Errors {
-			fmt.Fprintf(w, "- %s\n", cell(e))
-		}
 	}
 }
 

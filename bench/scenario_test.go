@@ -132,7 +132,7 @@ func TestCollisionRecordsStockFailure(t *testing.T) {
 			t.Errorf("stock run %s: state said running, recorded not running", c.ID)
 		}
 	}
-	if got := CollisionTarget(r); got.Status == NotMeasured {
+	if got := CollisionTarget(r, 0, 0); got.Status == NotMeasured {
 		t.Errorf("target not measured: %+v", got)
 	}
 }
@@ -142,7 +142,7 @@ func TestCollisionPatchedFailureMissesTarget(t *testing.T) {
 	patched, _ := fakeRuntime(t, "runsc-patched", "delete")
 	e := testEnv(t, stock, patched)
 	r := e.Collision(context.Background(), 2)
-	got := CollisionTarget(r)
+	got := CollisionTarget(r, 0, 0)
 	if got.Status != Missed || !strings.Contains(got.Why, "2 of 2 first deletes failed") {
 		t.Errorf("target %+v: want missed because the deletes failed", got)
 	}

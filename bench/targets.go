@@ -54,7 +54,9 @@ func StartupTarget(r StartupResult) Target {
 }
 
 // CollisionTarget judges patched's first delete in the same-ID collision.
-func CollisionTarget(r CollisionResult) Target {
+// plainStock and plainPatched are the medians of a delete without a
+// collision in the same run (0: not measured), quoted when time misses.
+func CollisionTarget(r CollisionResult, plainStock, plainPatched float64) Target {
 	t := Target{Name: "same-ID collision, first delete (patched)", Goal: collisionGoalPatched}
 	if len(r.Patched) == 0 || r.PatchSec == nil {
 		t.Status, t.Measured = NotMeasured, "—"
@@ -73,7 +75,11 @@ func CollisionTarget(r CollisionResult) Target {
 		why = append(why, fmt.Sprintf("%d of %d first deletes failed: %s", bad, len(r.Patched), firstFailure(r.Patched)))
 	}
 	if r.PatchSec.Median >= MaxCollisionDelete {
-		why = append(why, fmt.Sprintf("median %.3fs ≥ %.1fs", r.PatchSec.Median, MaxCollisionDelete))
+		w := fmt.Sprintf("median %.3fs ≥ %.1fs", r.PatchSec.Median, MaxCollisionDelete)
+		if plainStock > 0 {
+			w += fmt.Sprintf(" (a delete without collision took %.3fs with stock, %.3fs with patched in this run)", plainStock, plainPatched)
+		}
+		why = append(why, w)
 	}
 	if r.Error != "" {
 		why = append(why, "run stopped early: "+r.Error)
@@ -170,12 +176,19 @@ func exitList(m map[int]int) string {
 }
 
 func firstFailure(runs []CollisionRun) string {
+	_, msg := failedRun(runs)
+	return msg
+}
+
+// failedRun is the first run whose first delete failed: its ID and what
+// happened.
+func failedRun(runs []CollisionRun) (id, msg string) {
 	for _, r := range runs {
 		if r.FirstDelete.Exit != 0 {
-			return fmt.Sprintf("exit %d after %.2fs: %s", r.FirstDelete.Exit, r.FirstDelete.Seconds, lastLine(r.FirstDelete.Stderr))
+			return r.ID, fmt.Sprintf("exit %d after %.2fs: %s", r.FirstDelete.Exit, r.FirstDelete.Seconds, lastLine(r.FirstDelete.Stderr))
 		}
 	}
-	return ""
+	return "", ""
 }
 
 func joinWhy(parts []string) string {
