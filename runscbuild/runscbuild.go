@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // ModulePath is the Go module that holds runsc.
@@ -282,6 +283,27 @@ func TestPackages(tree string) ([]string, error) {
 // skips the two-minute build.
 func stamp(m Module, seriesHash string) string {
 	return strings.Join([]string{m.Version, seriesHash, runtime.Version(), "CGO_ENABLED=0", "stamp-v1"}, "\n") + "\n"
+}
+
+// Lock serializes builds that share workDir (several make runs, or a helper
+// script and a make run, must not rebuild the same tree at once). Call the
+// returned func to unlock.
+func Lock(workDir string, log io.Writer) (func(), error) {
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(workDir, "build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the build lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		fmt.Fprintf(log, "runscbuild: waiting for another build in %s\n", workDir)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+		}
+	}
+	return func() { f.Close() }, nil
 }
 
 // Flavor is one of the two binaries.

@@ -43,6 +43,11 @@ func run(repo, verb string) error {
 		BinDir:   filepath.Join(root, "bin"),
 		Log:      os.Stderr,
 	}
+	unlock, err := runscbuild.Lock(cfg.WorkDir, os.Stderr)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	m, err := runscbuild.ResolveModule(root)
 	if err != nil {
 		return err
