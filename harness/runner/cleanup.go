@@ -145,7 +145,9 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	rec.DurationMS = time.Since(t0).Milliseconds()
-	rec.Added, rec.Removed = diffSets(before, r.snapshot(cs))
+	after := r.snapshot(cs)
+	rec.Added, rec.Removed = diffSets(before, after)
+	cs.res.TreeAfter = keys(after)
 	rec.Note = strings.Join(notes, "; ")
 	cs.res.Steps = append(cs.res.Steps, rec)
 	if len(leaks) > 0 {
