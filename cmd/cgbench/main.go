@@ -160,8 +160,18 @@ func measure(args []string) int {
 		os.RemoveAll(work)
 	}()
 	runner := &bench.Runner{LogDir: p.LogDir, Timeout: 30 * time.Second}
-	for _, rt := range []bench.Runtime{p.Stock, p.Patched} {
-		b := bench.Binary{Name: rt.Name, Path: rt.Path, SHA256: sha(rt.Path), Series: stamp(rt.Path)}
+	for _, rt := range []*bench.Runtime{&p.Stock, &p.Patched} {
+		// Run private copies: make runsc may replace bin/ mid-run.
+		orig := rt.Path
+		cp := filepath.Join(work, "bin", rt.Name)
+		if err := copyExec(orig, cp); err != nil {
+			return fail(fmt.Errorf("copying %s for the run: %w", orig, err))
+		}
+		rt.Path = cp
+	}
+	for i, rt := range []bench.Runtime{p.Stock, p.Patched} {
+		orig := []string{*stock, *patched}[i]
+		b := bench.Binary{Name: rt.Name, Path: orig, SHA256: sha(rt.Path), Series: stamp(orig)}
 		_, stdout, stderr, err := runner.Output(context.Background(), rt, "flags")
 		if err != nil {
 			return fail(fmt.Errorf("asking %s for its flags: %w", rt.Name, err))
@@ -552,6 +562,26 @@ func sweepTop(hs []cgtree.Hierarchy, runID string) []string {
 		}
 	}
 	return left
+}
+
+func copyExec(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func commandLine() string {
