@@ -59,21 +59,45 @@ func run(ctx context.Context, dir string, name string, args ...string) ([]byte, 
 // AptVersion asks apt which version of pkg it would install, so package
 // versions become part of an image's hash.
 func AptVersion(ctx context.Context, pkg string) (string, error) {
-	out, err := run(ctx, "", "apt-cache", "show", "--no-all-versions", pkg)
+	vs, err := AptVersions(ctx, pkg)
 	if err != nil {
-		return "", fmt.Errorf("looking up %s with apt-cache (run apt-get update?): %w", pkg, err)
+		return "", err
 	}
-	return parseAptVersion(out, pkg)
+	return vs[pkg], nil
 }
 
-func parseAptVersion(out []byte, pkg string) (string, error) {
+// AptVersions looks up several packages in one apt-cache call.
+func AptVersions(ctx context.Context, pkgs ...string) (map[string]string, error) {
+	out, err := run(ctx, "", "apt-cache", append([]string{"show", "--no-all-versions"}, pkgs...)...)
+	if err != nil {
+		return nil, fmt.Errorf("looking up %s with apt-cache (run apt-get update?): %w", strings.Join(pkgs, " "), err)
+	}
+	return parseAptVersions(out, pkgs)
+}
+
+// parseAptVersions reads the Package:/Version: pairs of apt-cache show.
+func parseAptVersions(out []byte, pkgs []string) (map[string]string, error) {
+	vs := map[string]string{}
+	var pkg string
 	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "Version: "); ok {
-			return strings.TrimSpace(v), nil
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "Package: "); ok {
+			pkg = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, "Version: "); ok && pkg != "" {
+			if _, seen := vs[pkg]; !seen {
+				vs[pkg] = strings.TrimSpace(v)
+			}
 		}
 	}
-	return "", fmt.Errorf("apt-cache show %s printed no Version: line; is the package name right?", pkg)
+	for _, p := range pkgs {
+		if vs[p] == "" {
+			return nil, fmt.Errorf("apt-cache show printed no version of %s; is the package name right (apt-get update?)", p)
+		}
+	}
+	return vs, nil
 }
 
 // Kernel returns the path of the cached vmlinuz, downloading and unpacking
@@ -312,12 +336,12 @@ func (b *Builder) SystemdDisk(ctx context.Context) (string, error) {
 	r.AddString("suite", suite)
 	r.AddString("mirror", mirror)
 	r.AddString("packages", strings.Join(systemdPackages, ","))
+	vs, err := AptVersions(ctx, systemdPackages...)
+	if err != nil {
+		return "", err
+	}
 	for _, p := range systemdPackages {
-		v, err := AptVersion(ctx, p)
-		if err != nil {
-			return "", err
-		}
-		r.AddString("version:"+p, v)
+		r.AddString("version:"+p, vs[p])
 	}
 	for _, f := range []string{"cgm-boot", "cgm-payload.service"} {
 		r.Add("file:"+f, mustFile(f))
@@ -336,7 +360,7 @@ func (b *Builder) SystemdDisk(ctx context.Context) (string, error) {
 	}
 	start := time.Now()
 	b.logf("image: debootstrap %s (minbase + %s) into %s", suite, strings.Join(systemdPackages, ","), tree)
-	_, err := run(ctx, "", "debootstrap", "--variant=minbase", "--include="+strings.Join(systemdPackages, ","), suite, tree, mirror)
+	_, err = run(ctx, "", "debootstrap", "--variant=minbase", "--include="+strings.Join(systemdPackages, ","), suite, tree, mirror)
 	// debootstrap mounts /proc and /sys inside the tree and leaves them on
 	// failure; never leave a mount behind, never delete through one.
 	if uerr := unmountUnder(tree); uerr != nil {

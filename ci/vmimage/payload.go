@@ -20,51 +20,60 @@ type Payload struct {
 	HarnessArgs string
 }
 
-// PayloadDisk stages the payload in dir/stage and turns it into the ext4
-// image dir/payload.ext4 (mke2fs -d, no loop device), with room for the
-// results the VM copies back onto it.
-func (p Payload) PayloadDisk(ctx context.Context, dir string) (string, error) {
-	stage := filepath.Join(dir, "stage")
+// Staged is a payload copied once into a folder, so every mode of a run
+// boots the same bits even while bin/ or cases/ change underneath.
+type Staged struct {
+	Dir   string
+	bytes int64
+}
+
+// Stage copies the payload into dir.
+func (p Payload) Stage(dir string) (*Staged, error) {
+	stage := dir
 	if err := os.RemoveAll(stage); err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(stage, "bin"), 0o755); err != nil {
-		return "", err
+		return nil, err
 	}
 	var total int64
 	for name, src := range p.Bins {
 		n, err := copyFile(src, filepath.Join(stage, "bin", name), 0o755)
 		if err != nil {
-			return "", fmt.Errorf("staging %s for the VM (build it first: make runsc cgconform): %w", src, err)
+			return nil, fmt.Errorf("staging %s for the VM (build it first: make runsc cgconform): %w", src, err)
 		}
 		total += n
 	}
 	for _, f := range []string{"cgm-run", "cgm-standin"} {
 		if err := os.WriteFile(filepath.Join(stage, f), mustFile(f), 0o755); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	if err := os.WriteFile(filepath.Join(stage, "runtimes"), []byte(p.Runtimes+"\n"), 0o644); err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(stage, "harness-args"), []byte(p.HarnessArgs+"\n"), 0o644); err != nil {
-		return "", err
+		return nil, err
 	}
 	if p.CasesDir != "" {
 		n, err := copyTree(p.CasesDir, filepath.Join(stage, "cases"))
 		if err != nil {
-			return "", fmt.Errorf("staging the cases from %s: %w", p.CasesDir, err)
+			return nil, fmt.Errorf("staging the cases from %s: %w", p.CasesDir, err)
 		}
 		total += n
 	}
+	return &Staged{Dir: stage, bytes: total}, nil
+}
+
+// Disk turns the staged payload into the ext4 image dir/payload.ext4
+// (mke2fs -d, no loop device), with room for the results the VM copies back
+// onto it.
+func (s *Staged) Disk(ctx context.Context, dir string) (string, error) {
 	img := filepath.Join(dir, "payload.ext4")
 	os.Remove(img)
-	sizeMiB := total>>20 + 256
-	if _, err := run(ctx, "", "mke2fs", "-q", "-F", "-t", "ext4", "-L", "cgm-payload", "-d", stage, img, fmt.Sprintf("%dM", sizeMiB)); err != nil {
+	sizeMiB := s.bytes>>20 + 256
+	if _, err := run(ctx, "", "mke2fs", "-q", "-F", "-t", "ext4", "-L", "cgm-payload", "-d", s.Dir, img, fmt.Sprintf("%dM", sizeMiB)); err != nil {
 		return "", fmt.Errorf("making the payload disk: %w", err)
-	}
-	if err := os.RemoveAll(stage); err != nil {
-		return "", err
 	}
 	return img, nil
 }

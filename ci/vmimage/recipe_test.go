@@ -102,13 +102,15 @@ func TestModesBootTheirLayout(t *testing.T) {
 	}
 }
 
-func TestParseAptVersion(t *testing.T) {
-	out := []byte("Package: systemd\nVersion: 252.38-1~deb12u1\nArchitecture: amd64\n")
-	if v, err := parseAptVersion(out, "systemd"); err != nil || v != "252.38-1~deb12u1" {
-		t.Errorf("parseAptVersion = %q, %v", v, err)
+func TestParseAptVersions(t *testing.T) {
+	out := []byte("Package: systemd\nVersion: 252.38-1~deb12u1\nDepends: libc6 (>= 2.34)\n\n" +
+		"Package: dbus\nArchitecture: amd64\nVersion: 1.14.10-1~deb12u1\n\n")
+	got, err := parseAptVersions(out, []string{"systemd", "dbus"})
+	if err != nil || got["systemd"] != "252.38-1~deb12u1" || got["dbus"] != "1.14.10-1~deb12u1" {
+		t.Errorf("parseAptVersions = %v, %v", got, err)
 	}
-	if _, err := parseAptVersion([]byte("N: Unable to locate package nope\n"), "nope"); err == nil {
-		t.Error("parseAptVersion accepted output without a Version: line")
+	if _, err := parseAptVersions(out, []string{"systemd", "nope"}); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("a missing package gave error %v, want one naming it", err)
 	}
 }
 

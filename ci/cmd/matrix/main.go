@@ -181,6 +181,12 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 		bases[m.Base] = p
 	}
 	unlock()
+	// One copy of bin/ and cases/ for every mode of this run.
+	staged, err := payload.Stage(filepath.Join(o.out, "payload"))
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(staged.Dir)
 	logf("images ready in %s (kernel %s)", time.Since(start).Round(time.Second), kernel)
 
 	accel := "tcg"
@@ -199,7 +205,7 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 			timeout = min(timeout, share)
 		}
 		logf("[%d/%d] mode %s: time limit %s", i+1, len(modes), m.Name, timeout.Round(time.Second))
-		mr := runMode(ctx, o, m, kernel, bases[m.Base], payload, kvm, timeout)
+		mr := runMode(ctx, o, m, kernel, bases[m.Base], staged, kvm, timeout)
 		matrix.Modes = append(matrix.Modes, mr)
 		logf("[%d/%d] mode %s: %s, boot %.0fs, total %.0fs, %d records", i+1, len(modes), m.Name, mr.Status, mr.BootSeconds, mr.WallSeconds, len(mr.Records))
 		if err := ctx.Err(); err != nil {

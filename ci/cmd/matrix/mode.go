@@ -17,7 +17,7 @@ import (
 
 // runMode boots one VM and turns what came back into a ModeRun. It never
 // fails the whole matrix: a broken mode is a row saying why.
-func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string, p vmimage.Payload, kvm bool, timeout time.Duration) matrixreport.ModeRun {
+func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string, p *vmimage.Staged, kvm bool, timeout time.Duration) matrixreport.ModeRun {
 	mr := matrixreport.ModeRun{Mode: m.Name, About: m.About, Status: "no-report"}
 	dir := filepath.Join(o.out, m.Name)
 	if err := os.RemoveAll(dir); err != nil {
@@ -28,7 +28,7 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string
 		mr.Problem = err.Error()
 		return mr
 	}
-	disk, err := p.PayloadDisk(ctx, dir)
+	disk, err := p.Disk(ctx, dir)
 	if err != nil {
 		mr.Problem = err.Error()
 		return mr
