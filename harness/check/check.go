@@ -222,14 +222,21 @@ func Evaluate(e Expect, c Command) []string {
 	return out
 }
 
+// lastLines shortens command output for a message: the first line (where
+// flag parsers and most runtimes put the error) and the last n-1.
 func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
 	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+		lines = append(lines[:1], lines[len(lines)-(n-1):]...)
 	}
 	out := strings.Join(lines, " | ")
 	if len(out) > 600 {
-		out = out[len(out)-600:]
+		out = out[:300] + " … " + out[len(out)-300:]
 	}
 	return out
 }
