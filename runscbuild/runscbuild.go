@@ -279,6 +279,30 @@ func TestPackages(tree string) ([]string, error) {
 	return pkgs, nil
 }
 
+// ChangedPackages lists the packages whose Go files the series changed in
+// tree (relative to the pristine commit PrepareTree made), for go vet.
+func ChangedPackages(tree string) ([]string, error) {
+	g := git{dir: tree}
+	root, err := g.run("rev-list", "--max-parents=0", "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	out, err := g.run("diff", "--name-only", "--diff-filter=AM", strings.TrimSpace(root), "HEAD", "--", "*.go")
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, f := range strings.Fields(out) {
+		set["./"+filepath.ToSlash(filepath.Dir(f))] = true
+	}
+	pkgs := make([]string, 0, len(set))
+	for p := range set {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	return pkgs, nil
+}
+
 // stamp identifies everything a binary depends on, so an unchanged input set
 // skips the two-minute build.
 func stamp(m Module, seriesHash string) string {

@@ -32,6 +32,15 @@ func main() {
 	}
 }
 
+// goIn runs the go command in dir with our stdout and stderr.
+func goIn(dir string, args ...string) error {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Run()
+}
+
 func run(repo, verb string) error {
 	root, err := filepath.Abs(repo)
 	if err != nil {
@@ -76,12 +85,16 @@ func run(repo, verb string) error {
 			return fmt.Errorf("the patched tree %s has no _test.go files: the series must bring its unit tests", tree)
 		}
 		fmt.Fprintf(os.Stderr, "build-runsc: testing %v in the patched tree\n", pkgs)
-		cmd := exec.Command("go", append([]string{"test", "-count=1"}, pkgs...)...)
-		cmd.Dir = tree
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
+		if err := goIn(tree, append([]string{"test", "-count=1"}, pkgs...)...); err != nil {
 			return fmt.Errorf("unit tests of the patched tree failed: %w", err)
+		}
+		changed, err := runscbuild.ChangedPackages(tree)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "build-runsc: go vet %v (the packages the series changes)\n", changed)
+		if err := goIn(tree, append([]string{"vet"}, changed...)...); err != nil {
+			return fmt.Errorf("go vet of the patched packages failed: %w", err)
 		}
 		return nil
 	default:
