@@ -84,6 +84,9 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string
 			mr.Records = matrixreport.ParseConsole(f, m.Name)
 			f.Close()
 			mr.Partial = len(mr.Records) > 0
+			if mr.Partial {
+				mr.Tool = "cgconform progress lines"
+			}
 			mr.Summary = matrixreport.Summarize(mr.Records)
 		}
 		return mr
