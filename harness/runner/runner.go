@@ -58,6 +58,12 @@ type Options struct {
 	EnableRootControllers bool
 	// Host, when set, replaces detection (tests).
 	Host *cgroupfs.Host
+	// Checkpoint, when set, gets the report after every result, so a run
+	// cut short (a VM's time limit) still leaves what it measured.
+	Checkpoint func(*report.Report)
+	// TimeScale multiplies every "within" bound (slow emulation, e.g. QEMU
+	// without KVM). 0 means 1.
+	TimeScale float64
 }
 
 // Runner holds one run's state.
@@ -79,6 +85,9 @@ type Runner struct {
 func Run(ctx context.Context, opt Options) (rep *report.Report, err error) {
 	if opt.CaseTimeout == 0 {
 		opt.CaseTimeout = 5 * time.Minute
+	}
+	if opt.TimeScale <= 0 {
+		opt.TimeScale = 1
 	}
 	if opt.Progress == nil {
 		opt.Progress = io.Discard
@@ -136,13 +145,17 @@ func Run(ctx context.Context, opt Options) (rep *report.Report, err error) {
 				fmt.Fprintf(opt.Progress, "%-4s %-30s %-22s %-14s %6.1fs %s\n", report.Symbol(res.Outcome), c.Name, "["+cx+"]", rt.Name,
 					float64(res.DurationMS)/1000, oneLine(res))
 				rep.Results = append(rep.Results, res)
+				if opt.Checkpoint != nil {
+					rep.Finished = time.Now().UTC()
+					rep.Host.Notes = r.notesCopy()
+					rep.Summarize()
+					opt.Checkpoint(rep)
+				}
 			}
 		}
 	}
 	rep.Finished = time.Now().UTC()
-	r.notesMu.Lock()
-	rep.Host.Notes = append(rep.Host.Notes, r.notes...)
-	r.notesMu.Unlock()
+	rep.Host.Notes = r.notesCopy()
 	rep.Summarize()
 	return rep, nil
 }
@@ -178,6 +191,12 @@ func (r *Runner) note(s string) {
 		}
 	}
 	r.notes = append(r.notes, s)
+}
+
+func (r *Runner) notesCopy() []string {
+	r.notesMu.Lock()
+	defer r.notesMu.Unlock()
+	return append([]string(nil), r.notes...)
 }
 
 func (r *Runner) hostInfo() report.Host {
@@ -233,6 +252,9 @@ func (r *Runner) setup() error {
 	// Runtimes must reach the rootfs and state folders; MkdirTemp is 0700.
 	if err := os.Chmod(work, 0o755); err != nil {
 		return err
+	}
+	if r.opt.TimeScale != 1 {
+		r.note(fmt.Sprintf("time bounds (expect.within) scaled by %g (-time-scale)", r.opt.TimeScale))
 	}
 	rp, err := newReaper()
 	if err != nil {

@@ -81,7 +81,8 @@ func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.S
 			if res != nil {
 				e := check.Expect{}
 				if st.Expect != nil {
-					e = check.Expect{Fail: st.Expect.Fail, AnyExit: st.Expect.AnyExit, Output: st.Expect.Output, Within: st.Expect.Within.Duration}
+					within := time.Duration(float64(st.Expect.Within.Duration) * r.opt.TimeScale)
+					e = check.Expect{Fail: st.Expect.Fail, AnyExit: st.Expect.AnyExit, Output: st.Expect.Output, Within: within}
 				}
 				for _, m := range check.Evaluate(e, *res) {
 					cs.fail(st.ID, in.label+": "+m, "")
