@@ -103,6 +103,10 @@ func mountAndExec(args []string) int {
 		fmt.Fprintf(os.Stderr, "cgconform: making mounts private: %v\n", err)
 		return 125
 	}
+	// On a v2 host /sys/fs/cgroup already is this cgroup2 superblock, and
+	// mounting it again on its own root fails with EBUSY: detach the old
+	// mount first (this mount namespace is private, the host keeps its own).
+	_ = unix.Unmount("/sys/fs/cgroup", unix.MNT_DETACH)
 	// Mounted from inside the new cgroup namespace, cgroup2 shows the
 	// namespace root (the caller's cgroup) as /, as in a delegated pod.
 	if err := unix.Mount("cgroup2", "/sys/fs/cgroup", "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
