@@ -124,9 +124,14 @@ func parseMatrixWalls(data []byte, src string) []ConformanceWall {
 	}
 	var out []ConformanceWall
 	for _, md := range m.Modes {
-		w := ConformanceWall{Mode: md.Mode + " (VM)", Source: src, Seconds: md.Wall, Status: md.Status, Note: md.Problem}
-		if md.Wall <= 0 {
-			w.Note = strings.TrimSpace("not measured " + md.Problem)
+		w := ConformanceWall{Mode: md.Mode + " (VM)", Source: src, Seconds: md.Wall, Status: md.Status, Note: firstLine(md.Problem)}
+		switch {
+		case md.Status != "" && md.Status != "reported":
+			// A VM that timed out or crashed ran no full conformance.
+			w.Seconds = 0
+			w.Note = strings.TrimSpace(fmt.Sprintf("not measured: the VM ended %q after %.0f s; %s", md.Status, md.Wall, firstLine(md.Problem)))
+		case md.Wall <= 0:
+			w.Note = strings.TrimSpace("not measured " + firstLine(md.Problem))
 		}
 		out = append(out, w)
 	}
@@ -340,6 +345,11 @@ func cell(s string) string {
 		s = s[:600] + "…"
 	}
 	return s
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
 }
 
 func lastLine(s string) string {
