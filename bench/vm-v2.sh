@@ -61,6 +61,7 @@ rm -rf "$out/stage"
 accel="tcg,thread=multi"
 [ -w /dev/kvm ] && accel=kvm
 echo "vm-v2: booting $MODE ($accel, $CPUS CPUs, $MEM MiB, limit ${LIMIT}s); console in $out/console.log"
+echo "host loadavg before: $(cat /proc/loadavg)" >"$out/host-load"
 set +e
 timeout -s KILL "$LIMIT" qemu-system-x86_64 -machine q35 -accel "$accel" -cpu max -smp "$CPUS" -m "$MEM" \
 	-nodefaults -no-user-config -display none -no-reboot \
@@ -71,6 +72,7 @@ timeout -s KILL "$LIMIT" qemu-system-x86_64 -machine q35 -accel "$accel" -cpu ma
 	-drive "file=$img,if=none,id=d0,format=raw,snapshot=off" -device nvme-ns,drive=d0,bus=nvme0,nsid=1 </dev/null
 qrc=$?
 set -e
+echo "host loadavg after: $(cat /proc/loadavg)" >>"$out/host-load"
 [ $qrc -eq 137 ] && echo "vm-v2: the VM hit the ${LIMIT}s limit and was killed" >&2
 for f in report.json report.md exit-code; do
 	debugfs -R "dump /out/$f $out/$f" "$img" >/dev/null 2>&1 || true
