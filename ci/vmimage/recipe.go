@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 //go:embed files/*
@@ -147,6 +148,10 @@ func (r *Recipe) Manifest() string {
 	fmt.Fprintf(&b, "image %s\nrecipe %s\nhash %s\n", r.Name, recipeVersion, r.Hash())
 	for _, k := range r.Keys() {
 		v := r.inputs[k]
+		if len(v) <= 100 && utf8.Valid(v) && !strings.ContainsAny(string(v), "\n\x00") {
+			fmt.Fprintf(&b, "%s = %s\n", k, v)
+			continue
+		}
 		sum := sha256.Sum256(v)
 		fmt.Fprintf(&b, "%s sha256:%s bytes:%d\n", k, hex.EncodeToString(sum[:8]), len(v))
 	}

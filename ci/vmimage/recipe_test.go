@@ -48,7 +48,8 @@ func TestRecipeHashIgnoresAddOrder(t *testing.T) {
 	if a.Hash() != b.Hash() {
 		t.Errorf("hash depends on the order inputs were added: %s vs %s", a.Hash(), b.Hash())
 	}
-	if m := a.Manifest(); !strings.Contains(m, "hash "+a.Hash()) || !strings.Contains(m, "k1 sha256:") {
+	a.Add("bin:x", []byte("\x7fELF\x00"))
+	if m := a.Manifest(); !strings.Contains(m, "hash "+a.Hash()) || !strings.Contains(m, "k1 = v1") || !strings.Contains(m, "bin:x sha256:") {
 		t.Errorf("manifest lacks the hash or an input:\n%s", m)
 	}
 }
