@@ -73,7 +73,7 @@ timeout -s KILL "$LIMIT" qemu-system-x86_64 -machine q35 -accel "$accel" -cpu ma
 qrc=$?
 set -e
 echo "host loadavg after: $(cat /proc/loadavg)" >>"$out/host-load"
-[ $qrc -eq 137 ] && echo "vm-v2: the VM hit the ${LIMIT}s limit and was killed" >&2
+[ $qrc -eq 137 ] && echo "vm-v2: qemu was killed (the ${LIMIT}s limit, or by hand)" >&2
 for f in report.json report.md exit-code; do
 	debugfs -R "dump /out/$f $out/$f" "$img" >/dev/null 2>&1 || true
 done
