@@ -44,7 +44,7 @@ fmt-check:
 
 # Real hosts of every cgroup mode in QEMU; MODES="v2" runs a subset.
 matrix: deps runsc cgconform
-	$(GO) run ./ci/cmd/matrix -modes "$(MODES)" -out out/matrix
+	$(GO) run ./ci/cmd/matrix -modes "$(MODES)" -out out/matrix $(MATRIX_FLAGS)
 
 # Patched vs stock runsc, interleaved, on this host (see docs/BENCHMARKS.md).
 bench: deps runsc
