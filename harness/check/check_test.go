@@ -72,6 +72,31 @@ func TestPlacementReportsWrongPlace(t *testing.T) {
 	}
 }
 
+// A hierarchy no runtime must manage (perf_event) may keep the caller's
+// cgroup; a managed one (pids) may not, and moving elsewhere in perf_event
+// is still checked.
+func TestPlacementUnmanagedHierarchy(t *testing.T) {
+	caller := map[string]string{"memory": "/t/host", "pids": "/t/host", "perf_event": "/t/host"}
+	names := map[string]string{"memory": "memory", "pids": "pids", "perf_event": "perf_event"}
+	keys := []string{"memory", "pids", "perf_event"}
+	for _, tc := range []struct {
+		name string
+		got  map[string]string
+		want string // substring of the message; "" for a pass
+	}{
+		{"perf_event left with the caller", map[string]string{"memory": "/t/host/a", "pids": "/t/host/a", "perf_event": "/t/host"}, ""},
+		{"pids left with the caller", map[string]string{"memory": "/t/host/a", "pids": "/t/host", "perf_event": "/t/host"}, "2 of 4 placements"},
+		{"perf_event moved out", map[string]string{"memory": "/t/host/a", "pids": "/t/host/a", "perf_event": "/pause"}, "2 of 6 placements"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, _ := Placement("beneath", "a", nil, procs(tc.got), caller, keys, names)
+			if (tc.want == "") != (msg == "") || !strings.Contains(msg, tc.want) {
+				t.Errorf("Placement = %q, want %q", msg, tc.want)
+			}
+		})
+	}
+}
+
 func TestDistinct(t *testing.T) {
 	names := map[string]string{"memory": "memory"}
 	shared := map[string][]report.Process{
