@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -44,6 +45,28 @@ func HelperMain(sub string, args []string) int {
 	return 125
 }
 
+// nestedLeaf is where a nested runtime moves its caller's processes (runsc
+// --nested-cgroups; systemd's DelegateSubgroup= convention).
+const nestedLeaf = "supervisor"
+
+// joinCgroup moves pid into dir. Once a nested runtime has moved the caller's
+// processes into dir's leaf and enabled controllers, dir takes no processes
+// (EBUSY): a new process of the caller is born in the leaf, so join that.
+func joinCgroup(dir string, pid int) error {
+	write := func(d string) error {
+		return os.WriteFile(d+"/cgroup.procs", []byte(fmt.Sprint(pid)), 0o644)
+	}
+	err := write(dir)
+	if !errors.Is(err, unix.EBUSY) {
+		return err
+	}
+	leaf := dir + "/" + nestedLeaf
+	if _, serr := os.Stat(leaf); serr != nil {
+		return err
+	}
+	return write(leaf)
+}
+
 func execInCgroup(args []string) int {
 	fs := flag.NewFlagSet(HelperCommand, flag.ContinueOnError)
 	var join listFlag
@@ -59,7 +82,7 @@ func execInCgroup(args []string) int {
 	}
 	pid := os.Getpid()
 	for _, d := range join {
-		if err := os.WriteFile(d+"/cgroup.procs", []byte(fmt.Sprint(pid)), 0o644); err != nil {
+		if err := joinCgroup(d, pid); err != nil {
 			fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: joining %s: %v\n", d, err)
 			return 125
 		}
