@@ -35,11 +35,8 @@ package report
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -174,27 +171,11 @@ func (r *Report) OK() bool {
 
 // WriteAll writes report.json, junit.xml and report.md into dir.
 func (r *Report) WriteAll(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for name, w := range map[string]func(io.Writer) error{
+	return WriteFiles(dir, map[string]func(io.Writer) error{
 		"report.json": r.WriteJSON,
 		"junit.xml":   r.WriteJUnit,
 		"report.md":   r.WriteMarkdown,
-	} {
-		f, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		if err := w(f); err != nil {
-			f.Close()
-			return fmt.Errorf("writing %s: %w", name, err)
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -216,82 +197,40 @@ func Read(rd io.Reader) (*Report, error) {
 	return &r, nil
 }
 
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Body    string `xml:",chardata"`
-}
-
-// WriteJUnit writes one suite per runtime. An expected divergence is a
-// skipped test whose message starts with "expected divergence:", so CI
-// shows it without counting it as a pass.
+// WriteJUnit writes junit.xml with one suite per runtime and mode; JUnitTest
+// says how each outcome shows.
 func (r *Report) WriteJUnit(w io.Writer) error {
-	bySuite := map[string]*junitSuite{}
-	var names []string
+	return WriteJUnit(w, r.junitSuites())
+}
+
+func (r *Report) junitSuites() []JUnitSuite {
+	var suites []JUnitSuite
+	index := map[string]int{}
 	for _, x := range r.Results {
 		name := x.Runtime + " (" + x.Mode + ")"
-		s := bySuite[name]
-		if s == nil {
-			s = &junitSuite{Name: name}
-			bySuite[name] = s
-			names = append(names, name)
+		i, ok := index[name]
+		if !ok {
+			i = len(suites)
+			index[name] = i
+			suites = append(suites, JUnitSuite{Name: name})
 		}
-		c := junitCase{
+		t := JUnitTest{
 			Name:      x.Case + " [" + x.Context + "]",
 			Classname: "cgconform." + x.Runtime,
-			Time:      fmt.Sprintf("%.3f", float64(x.DurationMS)/1000),
+			Seconds:   float64(x.DurationMS) / 1000,
+			Outcome:   x.Outcome,
 		}
 		switch x.Outcome {
 		case Fail:
-			s.Failures++
-			c.Failure = &junitMessage{Message: firstMessage(x), Body: failureText(x)}
+			t.Message, t.Detail = firstMessage(x), failureText(x)
 		case Skip:
-			s.Skipped++
-			c.Skipped = &junitMessage{Message: x.Reason}
+			t.Message = x.Reason
 		case Divergence:
-			s.Skipped++
-			c.Skipped = &junitMessage{Message: "expected divergence: " + x.Reason}
-			c.SystemOut = failureText(x)
+			t.Message, t.Detail = x.Reason, failureText(x)
 		}
-		s.Tests++
-		s.Cases = append(s.Cases, c)
+		suites[i].Tests = append(suites[i].Tests, t)
 	}
-	out := junitSuites{}
-	for _, n := range names {
-		out.Suites = append(out.Suites, *bySuite[n])
-	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return suites
 }
 
 func firstMessage(x Result) string {
@@ -400,22 +339,15 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "- note: %s\n", n)
 	}
 	rows, runtimes, cells := r.grid()
-	b.WriteString("\n| case [context] |")
-	for _, rt := range runtimes {
-		fmt.Fprintf(&b, " %s |", rt)
-	}
-	b.WriteString("\n|---|")
-	for range runtimes {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
+	var table [][]string
 	for _, row := range rows {
-		fmt.Fprintf(&b, "| %s |", row)
+		line := []string{row}
 		for _, rt := range runtimes {
-			fmt.Fprintf(&b, " %s |", Symbol(cells[row+"\x00"+rt]))
+			line = append(line, Symbol(cells[row+"\x00"+rt]))
 		}
-		b.WriteString("\n")
+		table = append(table, line)
 	}
+	b.WriteString("\n" + MarkdownTable(append([]string{"case [context]"}, runtimes...), table))
 	r.Summarize()
 	fmt.Fprintf(&b, "\npass %d, FAIL %d, xdiv (expected divergence) %d, skip %d\n\n",
 		r.Summary[Pass], r.Summary[Fail], r.Summary[Divergence], r.Summary[Skip])
