@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +28,7 @@ func MountsUnder(mountinfo io.Reader, dir string) ([]string, error) {
 		if len(f) < 5 {
 			continue
 		}
-		mp := strings.ReplaceAll(f[4], `\040`, " ")
+		mp := cgroupfs.Unescape(f[4])
 		if strings.HasPrefix(mp, dir+"/") {
 			out = append(out, mp)
 		}

@@ -83,12 +83,13 @@ func TestMountsUnder(t *testing.T) {
 51 22 0:4 net:[4026532] /tmp/w/roots/a/b/null-netns rw - nsfs nsfs rw
 52 22 0:4 net:[4026532] /tmp/wx/null-netns rw - nsfs nsfs rw
 53 22 0:4 net:[4026532] /tmp/w rw - nsfs nsfs rw
+54 22 0:4 net:[4026532] /tmp/w/with\040space/null-netns rw - nsfs nsfs rw
 `
 	got, err := MountsUnder(strings.NewReader(mi), "/tmp/w/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/tmp/w/roots/a/b/null-netns", "/tmp/w/roots/a/null-netns"}
+	want := []string{"/tmp/w/with space/null-netns", "/tmp/w/roots/a/b/null-netns", "/tmp/w/roots/a/null-netns"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)
 	}

@@ -7,153 +7,27 @@
 package cgtree
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 )
-
-// Hierarchy is one mounted cgroup hierarchy.
-type Hierarchy struct {
-	Mount string `json:"mount"`
-	// Controllers is the v1 option list ("cpu", "name=systemd"); empty for v2.
-	Controllers string `json:"controllers,omitempty"`
-	V2          bool   `json:"v2,omitempty"`
-}
-
-// Host modes.
-const (
-	ModeV1     = "v1"
-	ModeHybrid = "hybrid"
-	ModeV2     = "v2"
-)
-
-// Mounted lists the cgroup hierarchies of this process's mount namespace.
-func Mounted() ([]Hierarchy, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ParseMountinfo(f)
-}
-
-var v1Known = map[string]bool{
-	"cpu": true, "cpuacct": true, "cpuset": true, "memory": true, "devices": true,
-	"freezer": true, "net_cls": true, "net_prio": true, "blkio": true,
-	"perf_event": true, "hugetlb": true, "pids": true, "rdma": true, "misc": true,
-}
-
-// ParseMountinfo returns the cgroup hierarchies mounted at their own root
-// (the first mount of each wins).
-func ParseMountinfo(r io.Reader) ([]Hierarchy, error) {
-	var out []Hierarchy
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		// id parent maj:min root mountpoint opts [optional…] - fstype source superopts
-		f := strings.Fields(sc.Text())
-		sep := -1
-		for i, x := range f {
-			if x == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 5 || len(f) < sep+2 {
-			continue
-		}
-		fstype, root, mnt := f[sep+1], f[3], unescape(f[4])
-		if root != "/" {
-			continue // a bind of a sub-cgroup: not where a runtime looks
-		}
-		var h Hierarchy
-		switch fstype {
-		case "cgroup2":
-			h = Hierarchy{Mount: mnt, V2: true}
-		case "cgroup":
-			var ctrls []string
-			super := ""
-			if len(f) > sep+3 {
-				super = f[sep+3]
-			}
-			for _, o := range strings.Split(super, ",") {
-				if v1Known[o] || strings.HasPrefix(o, "name=") {
-					ctrls = append(ctrls, o)
-				}
-			}
-			sort.Strings(ctrls)
-			h = Hierarchy{Mount: mnt, Controllers: strings.Join(ctrls, ",")}
-		default:
-			continue
-		}
-		key := h.Controllers
-		if h.V2 {
-			key = "cgroup2"
-		}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		out = append(out, h)
-	}
-	return out, sc.Err()
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// Mode classifies the host: v1, hybrid (v1 controllers plus cgroup2) or v2.
-func Mode(hs []Hierarchy) string {
-	v1, v2 := false, false
-	for _, h := range hs {
-		if h.V2 {
-			v2 = true
-		} else if h.Controllers != "" && !strings.HasPrefix(h.Controllers, "name=") {
-			v1 = true
-		}
-	}
-	switch {
-	case v1 && v2:
-		return ModeHybrid
-	case v2:
-		return ModeV2
-	default:
-		return ModeV1
-	}
-}
 
 // Tree is <mount>/<Name> in each of Hierarchies, with the caller's leaf
 // <Name>/caller.
 type Tree struct {
-	Name        string      `json:"name"`
-	Hierarchies []Hierarchy `json:"hierarchies"`
+	Name        string               `json:"name"`
+	Hierarchies []cgroupfs.Hierarchy `json:"hierarchies"`
 	// V2Controllers lists the controllers enabled for the tree's children
 	// on cgroup v2.
 	V2Controllers []string `json:"v2Controllers,omitempty"`
@@ -164,14 +38,16 @@ const CallerDir = "caller"
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// Where a runtime looks: every v1 hierarchy (controllers and named, such as
-// name=systemd), or the unified one on a pure v2 host. On a hybrid host
-// runsc works on v1 only, so the unified hierarchy is left alone.
-func treeHierarchies(hs []Hierarchy) []Hierarchy {
-	var out []Hierarchy
-	mode := Mode(hs)
+// Where a runtime looks: every v1 hierarchy, named ones such as
+// name=systemd included (runsc places sandboxes there too, so the caller
+// must be in our tree there as well), or the unified one on a pure v2 host.
+// On a hybrid host runsc works on v1 only, so the unified hierarchy is left
+// alone.
+func treeHierarchies(hs []cgroupfs.Hierarchy) []cgroupfs.Hierarchy {
+	var out []cgroupfs.Hierarchy
+	v2 := cgroupfs.ModeFor(hs) == cgroupfs.ModeV2
 	for _, h := range hs {
-		if h.V2 == (mode == ModeV2) {
+		if h.V2 == v2 {
 			out = append(out, h)
 		}
 	}
@@ -181,7 +57,7 @@ func treeHierarchies(hs []Hierarchy) []Hierarchy {
 // Create makes the tree and its caller leaf in every hierarchy a runtime
 // uses. The name must not exist yet in any of them: a tree we did not make is
 // never ours to touch. On error, what was made is removed again.
-func Create(name string, hs []Hierarchy) (*Tree, error) {
+func Create(name string, hs []cgroupfs.Hierarchy) (*Tree, error) {
 	if !validName.MatchString(name) {
 		return nil, fmt.Errorf("cgroup tree name %q: use letters, digits, '.', '_' and '-' only", name)
 	}
@@ -189,7 +65,7 @@ func Create(name string, hs []Hierarchy) (*Tree, error) {
 	if len(t.Hierarchies) == 0 {
 		return nil, errors.New("no cgroup hierarchy mounted: mount cgroupfs (v1) or cgroup2 at /sys/fs/cgroup")
 	}
-	var made []Hierarchy
+	var made []cgroupfs.Hierarchy
 	fail := func(err error) (*Tree, error) {
 		(&Tree{Name: name, Hierarchies: made}).Remove(false)
 		return nil, err
@@ -200,20 +76,21 @@ func Create(name string, hs []Hierarchy) (*Tree, error) {
 			return fail(fmt.Errorf("creating the test cgroup %s (a leftover of an earlier run? remove it by hand once its processes are gone): %w", top, err))
 		}
 		made = append(made, h)
-		if strings.Contains(","+h.Controllers+",", ",cpuset,") {
-			if err := copyCpuset(h.Mount, top); err != nil {
+		cpuset := slices.Contains(h.Controllers(), "cpuset")
+		if cpuset {
+			if err := cgroupfs.CopyCpuset(h.Mount, top); err != nil {
 				return fail(err)
 			}
 		}
 		if h.V2 {
-			t.V2Controllers = enableV2(top)
+			t.V2Controllers = cgroupfs.EnableControllers(top)
 		}
 		leaf := filepath.Join(top, CallerDir)
 		if err := os.Mkdir(leaf, 0o755); err != nil {
 			return fail(fmt.Errorf("creating the caller cgroup %s: %w", leaf, err))
 		}
-		if strings.Contains(","+h.Controllers+",", ",cpuset,") {
-			if err := copyCpuset(top, leaf); err != nil {
+		if cpuset {
+			if err := cgroupfs.CopyCpuset(top, leaf); err != nil {
 				return fail(err)
 			}
 		}
@@ -221,48 +98,18 @@ func Create(name string, hs []Hierarchy) (*Tree, error) {
 	return t, nil
 }
 
-// A new v1 cpuset is empty and refuses tasks until cpus and mems are set.
-func copyCpuset(from, to string) error {
-	for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-		data, err := os.ReadFile(filepath.Join(from, f))
-		if err != nil {
-			return fmt.Errorf("reading %s to fill the test cpuset: %w", f, err)
-		}
-		if err := os.WriteFile(filepath.Join(to, f), data, 0o644); err != nil {
-			return fmt.Errorf("writing %s in %s: %w", f, to, err)
-		}
-	}
-	return nil
-}
-
-// enableV2 enables, one by one, every controller the tree may hand to its
-// children, and returns those that took.
-func enableV2(top string) []string {
-	data, err := os.ReadFile(filepath.Join(top, "cgroup.controllers"))
-	if err != nil {
-		return nil
-	}
-	var on []string
-	for _, c := range strings.Fields(string(data)) {
-		if os.WriteFile(filepath.Join(top, "cgroup.subtree_control"), []byte("+"+c), 0o644) == nil {
-			on = append(on, c)
-		}
-	}
-	return on
-}
-
 // EnableRootControllers enables every controller of a v2 hierarchy's root
 // for its children. That changes the host for everyone: only for a
 // throw-away VM whose init left the root's subtree_control empty.
-func EnableRootControllers(h Hierarchy) []string {
+func EnableRootControllers(h cgroupfs.Hierarchy) []string {
 	if !h.V2 {
 		return nil
 	}
-	return enableV2(h.Mount)
+	return cgroupfs.EnableControllers(h.Mount)
 }
 
 // Dir is the directory of rel ("caller", "caller/x") inside the tree in h.
-func (t *Tree) Dir(h Hierarchy, rel string) string {
+func (t *Tree) Dir(h cgroupfs.Hierarchy, rel string) string {
 	return filepath.Join(h.Mount, t.Name, filepath.Clean("/"+rel))
 }
 
@@ -279,7 +126,7 @@ func (t *Tree) CallerProcs() []string {
 // made by this package (checked by name: under a cgroup mount, below a
 // directory holding a "caller" leaf).
 func Join(procsFiles []string, pid int) error {
-	hs, err := Mounted()
+	hs, err := cgroupfs.Mounted()
 	if err != nil {
 		return err
 	}
@@ -296,7 +143,7 @@ func Join(procsFiles []string, pid int) error {
 	return nil
 }
 
-func checkJoinable(f string, hs []Hierarchy) error {
+func checkJoinable(f string, hs []cgroupfs.Hierarchy) error {
 	clean := filepath.Clean(f)
 	if clean != f || filepath.Base(f) != "cgroup.procs" {
 		return fmt.Errorf("%q is not a clean path to a cgroup.procs file", f)
@@ -324,7 +171,7 @@ func (t *Tree) Procs() ([]int, error) {
 			return nil, err
 		}
 		for _, d := range dirs {
-			pids, err := ReadProcs(d)
+			pids, err := cgroupfs.ReadProcs(d)
 			if err != nil {
 				continue // removed meanwhile
 			}
@@ -340,24 +187,9 @@ func (t *Tree) Procs() ([]int, error) {
 	return out, nil
 }
 
-// ReadProcs reads dir/cgroup.procs.
-func ReadProcs(dir string) ([]int, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for _, l := range strings.Fields(string(data)) {
-		if p, err := strconv.Atoi(l); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
 // Subdirs lists the cgroups below the tree's top in h, relative to it,
 // deepest first.
-func (t *Tree) Subdirs(h Hierarchy) ([]string, error) {
+func (t *Tree) Subdirs(h cgroupfs.Hierarchy) ([]string, error) {
 	dirs, err := t.dirs(h)
 	if err != nil {
 		return nil, err
@@ -376,7 +208,7 @@ func (t *Tree) Subdirs(h Hierarchy) ([]string, error) {
 
 // dirs lists the tree's directories in h, deepest first; none if the tree
 // does not exist there.
-func (t *Tree) dirs(h Hierarchy) ([]string, error) {
+func (t *Tree) dirs(h cgroupfs.Hierarchy) ([]string, error) {
 	top := filepath.Join(h.Mount, t.Name)
 	var out []string
 	err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
@@ -419,41 +251,19 @@ func (t *Tree) Remove(kill bool) error {
 	}
 	var errs []error
 	for _, h := range t.Hierarchies {
-		dirs, err := t.dirs(h)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		for _, left := range cgroupfs.RemoveTree(filepath.Join(h.Mount, t.Name), 5*time.Second) {
+			errs = append(errs, errors.New("removing "+left))
 		}
-		for _, d := range dirs {
-			if err := rmdirRetry(d, 5*time.Second); err != nil {
-				pids, _ := ReadProcs(d)
-				errs = append(errs, fmt.Errorf("removing %s (pids inside: %v): %w", d, pids, err))
-			}
-		}
+	}
+	if len(errs) > 0 {
+		pids, _ := t.Procs()
+		errs = append(errs, fmt.Errorf("pids still inside %s: %v", t.Name, pids))
 	}
 	return errors.Join(errs...)
 }
 
-func rmdirRetry(dir string, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	wait := 10 * time.Millisecond
-	for {
-		err := syscall.Rmdir(dir)
-		if err == nil || errors.Is(err, syscall.ENOENT) {
-			return nil
-		}
-		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(wait)
-		if wait < 500*time.Millisecond {
-			wait *= 2
-		}
-	}
-}
-
 // Exists reports in which hierarchies <mount>/<name> exists.
-func Exists(hs []Hierarchy, name string) []string {
+func Exists(hs []cgroupfs.Hierarchy, name string) []string {
 	var out []string
 	for _, h := range hs {
 		p := filepath.Join(h.Mount, name)

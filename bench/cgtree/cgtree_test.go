@@ -3,62 +3,26 @@ package cgtree
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 )
 
-// This machine's mountinfo, trimmed: a hybrid host.
-const hybridMountinfo = `25 30 0:23 / /sys rw,nosuid - sysfs sysfs rw
-31 25 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
-32 31 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
-33 31 0:29 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
-34 31 0:30 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset
-35 31 0:31 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
-40 31 0:36 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd
-41 31 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
-42 30 0:31 /some/sub /mnt/bound rw,relatime - cgroup cgroup rw,memory
-43 30 0:38 / /mnt/with\040space rw,relatime shared:5 - cgroup cgroup rw,pids
-`
-
-func TestParseMountinfo(t *testing.T) {
-	got, err := ParseMountinfo(strings.NewReader(hybridMountinfo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Hierarchy{
-		{Mount: "/sys/fs/cgroup/cpu", Controllers: "cpu"},
-		{Mount: "/sys/fs/cgroup/cpuacct", Controllers: "cpuacct"},
-		{Mount: "/sys/fs/cgroup/cpuset", Controllers: "cpuset"},
-		{Mount: "/sys/fs/cgroup/memory", Controllers: "memory"},
-		{Mount: "/sys/fs/cgroup/systemd", Controllers: "name=systemd"},
-		{Mount: "/sys/fs/cgroup/unified", V2: true},
-		{Mount: "/mnt/with space", Controllers: "pids"},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("hierarchies (-want +got):\n%s", diff)
-	}
-}
-
-func TestModeAndTreeHierarchies(t *testing.T) {
-	v1 := Hierarchy{Mount: "/c/memory", Controllers: "memory"}
-	named := Hierarchy{Mount: "/c/systemd", Controllers: "name=systemd"}
-	v2 := Hierarchy{Mount: "/c/unified", V2: true}
+func TestTreeHierarchies(t *testing.T) {
+	v1 := cgroupfs.Hierarchy{Mount: "/c/memory", Key: "memory"}
+	named := cgroupfs.Hierarchy{Mount: "/c/systemd", Key: "name=systemd"}
+	v2 := cgroupfs.Hierarchy{Mount: "/c/unified", V2: true}
 	for _, tc := range []struct {
 		name     string
-		hs       []Hierarchy
-		mode     string
+		hs       []cgroupfs.Hierarchy
 		treeMnts []string
 	}{
-		{"v1", []Hierarchy{v1, named}, ModeV1, []string{"/c/memory", "/c/systemd"}},
-		{"hybrid leaves unified alone", []Hierarchy{v1, named, v2}, ModeHybrid, []string{"/c/memory", "/c/systemd"}},
-		{"v2", []Hierarchy{v2}, ModeV2, []string{"/c/unified"}},
+		{"v1 includes named hierarchies", []cgroupfs.Hierarchy{v1, named}, []string{"/c/memory", "/c/systemd"}},
+		{"hybrid leaves unified alone", []cgroupfs.Hierarchy{v1, named, v2}, []string{"/c/memory", "/c/systemd"}},
+		{"v2", []cgroupfs.Hierarchy{v2}, []string{"/c/unified"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Mode(tc.hs); got != tc.mode {
-				t.Errorf("Mode = %q, want %q", got, tc.mode)
-			}
 			var mnts []string
 			for _, h := range treeHierarchies(tc.hs) {
 				mnts = append(mnts, h.Mount)
@@ -71,7 +35,7 @@ func TestModeAndTreeHierarchies(t *testing.T) {
 }
 
 func TestCreateRefusesBadNames(t *testing.T) {
-	hs := []Hierarchy{{Mount: t.TempDir(), Controllers: "pids"}}
+	hs := []cgroupfs.Hierarchy{{Mount: t.TempDir(), Key: "pids"}}
 	for _, n := range []string{"", "..", "a/b", "../x", ".hidden", "a b"} {
 		if _, err := Create(n, hs); err == nil {
 			t.Errorf("Create(%q) accepted", n)
@@ -83,7 +47,7 @@ func TestCreateRefusesBadNames(t *testing.T) {
 // for empty directories, which is all Create and Remove do there.
 func TestCreateRemoveOnFakeMount(t *testing.T) {
 	mnt := t.TempDir()
-	hs := []Hierarchy{{Mount: mnt, Controllers: "pids"}}
+	hs := []cgroupfs.Hierarchy{{Mount: mnt, Key: "pids"}}
 	tree, err := Create("cgbench-1", hs)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +81,7 @@ func TestCreateRemoveOnFakeMount(t *testing.T) {
 
 func TestWatchLeaked(t *testing.T) {
 	mnt := t.TempDir()
-	hs := []Hierarchy{{Mount: mnt, Controllers: "pids"}}
+	hs := []cgroupfs.Hierarchy{{Mount: mnt, Key: "pids"}}
 	tree, err := Create("cgbench-2", hs)
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +114,7 @@ func TestWatchLeaked(t *testing.T) {
 }
 
 func TestCheckJoinable(t *testing.T) {
-	hs := []Hierarchy{{Mount: "/sys/fs/cgroup/memory", Controllers: "memory"}}
+	hs := []cgroupfs.Hierarchy{{Mount: "/sys/fs/cgroup/memory", Key: "memory"}}
 	for _, tc := range []struct {
 		file string
 		ok   bool

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 )
 
 // Watch finds the cgroups a runtime left behind: new directories in the
@@ -15,7 +17,7 @@ import (
 type Watch struct {
 	Tree *Tree
 	// All is every mounted hierarchy, where top-level names are looked for.
-	All []Hierarchy
+	All []cgroupfs.Hierarchy
 	// Self is the caller's PID: the leaf a nested runtime moves it into is
 	// where the caller lives now, not a leak.
 	Self int
@@ -53,7 +55,7 @@ func (w *Watch) Leaked(before map[string]bool, names ...string) ([]string, error
 		if before[d] {
 			continue
 		}
-		if pids, _ := ReadProcs(d); slices.Contains(pids, w.Self) {
+		if pids, _ := cgroupfs.ReadProcs(d); slices.Contains(pids, w.Self) {
 			continue
 		}
 		leaked = append(leaked, d)
@@ -62,14 +64,14 @@ func (w *Watch) Leaked(before map[string]bool, names ...string) ([]string, error
 	sort.Slice(leaked, func(i, j int) bool { return len(leaked[i]) > len(leaked[j]) })
 	for _, d := range leaked {
 		killIn(d)
-		rmdirRetry(d, 2*time.Second)
+		cgroupfs.RemoveTree(d, 2*time.Second)
 	}
 	for _, n := range names {
 		for _, h := range w.All {
 			if _, err := os.Stat(filepath.Join(h.Mount, n)); err != nil {
 				continue
 			}
-			t := &Tree{Name: n, Hierarchies: []Hierarchy{h}}
+			t := &Tree{Name: n, Hierarchies: []cgroupfs.Hierarchy{h}}
 			sub, _ := t.dirs(h)
 			leaked = append(leaked, sub...)
 			t.Remove(true)
@@ -79,7 +81,7 @@ func (w *Watch) Leaked(before map[string]bool, names ...string) ([]string, error
 }
 
 func killIn(dir string) {
-	pids, _ := ReadProcs(dir)
+	pids, _ := cgroupfs.ReadProcs(dir)
 	for _, p := range pids {
 		if p != os.Getpid() {
 			syscall.Kill(p, syscall.SIGKILL)

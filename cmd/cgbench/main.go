@@ -34,6 +34,7 @@ import (
 
 	"github.com/runsc-cgroups/cgconform/bench"
 	"github.com/runsc-cgroups/cgconform/bench/cgtree"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 )
 
 func main() {
@@ -57,7 +58,7 @@ type plan struct {
 	WorkDir, Rootfs string
 	RunID           string
 	Tree            *cgtree.Tree
-	All             []cgtree.Hierarchy
+	All             []cgroupfs.Hierarchy
 	Pairs           int
 	Ns              []int
 	Reps            int
@@ -187,17 +188,17 @@ func measure(args []string) int {
 		return fail(err)
 	}
 
-	hs, err := cgtree.Mounted()
+	hs, err := cgroupfs.Mounted()
 	if err != nil {
 		return fail(err)
 	}
-	rep.Machine.CgroupMode = cgtree.Mode(hs)
-	if rep.Machine.CgroupMode != cgtree.ModeV2 {
+	rep.Machine.CgroupMode = cgroupfs.ModeFor(hs)
+	if rep.Machine.CgroupMode != cgroupfs.ModeV2 {
 		rep.Machine.Notes = append(rep.Machine.Notes, fmt.Sprintf(
 			"%s host, runsc works on cgroup v1 here: --nested-cgroups keeps v1's placement (beneath the caller in each controller), so the nested rows measure what the flag costs, not v2 delegation; those numbers need a cgroup v2 host (the VM run)", rep.Machine.CgroupMode))
 	}
 	p.All = hs
-	if *rootCtrls && rep.Machine.CgroupMode == cgtree.ModeV2 {
+	if *rootCtrls && rep.Machine.CgroupMode == cgroupfs.ModeV2 {
 		for _, h := range hs {
 			if on := cgtree.EnableRootControllers(h); h.V2 {
 				rep.Machine.Notes = append(rep.Machine.Notes, fmt.Sprintf("-enable-root-controllers: %s enabled in %s/cgroup.subtree_control", strings.Join(on, " "), h.Mount))
@@ -209,7 +210,7 @@ func measure(args []string) int {
 		return fail(err)
 	}
 	p.Tree = tree
-	if rep.Machine.CgroupMode == cgtree.ModeV2 {
+	if rep.Machine.CgroupMode == cgroupfs.ModeV2 {
 		rep.Machine.Notes = append(rep.Machine.Notes, fmt.Sprintf("cgroup v2: controllers enabled for the test tree's children: %q", strings.Join(tree.V2Controllers, " ")))
 	}
 	rep.Machine.Notes = append(rep.Machine.Notes, fmt.Sprintf("sandboxes started from a worker in %s/%s of every hierarchy runsc uses (%d)", tree.Name, cgtree.CallerDir, len(tree.Hierarchies)))
@@ -547,7 +548,7 @@ func parseNs(s string) ([]int, error) {
 
 // sweepTop removes <mount>/<runID>-* cgroups (stock runsc puts an empty
 // cgroupsPath at "/"+ID; our IDs all start with runID).
-func sweepTop(hs []cgtree.Hierarchy, runID string) []string {
+func sweepTop(hs []cgroupfs.Hierarchy, runID string) []string {
 	var left []string
 	for _, h := range hs {
 		entries, err := os.ReadDir(h.Mount)
@@ -557,7 +558,7 @@ func sweepTop(hs []cgtree.Hierarchy, runID string) []string {
 		for _, e := range entries {
 			if e.IsDir() && strings.HasPrefix(e.Name(), runID+"-") {
 				left = append(left, filepath.Join(h.Mount, e.Name()))
-				(&cgtree.Tree{Name: e.Name(), Hierarchies: []cgtree.Hierarchy{h}}).Remove(true)
+				(&cgtree.Tree{Name: e.Name(), Hierarchies: []cgroupfs.Hierarchy{h}}).Remove(true)
 			}
 		}
 	}

@@ -85,12 +85,7 @@ type Host struct {
 
 // Detect reads the layout of this machine.
 func Detect() (*Host, error) {
-	mi, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer mi.Close()
-	hs, err := ParseMountinfo(mi)
+	hs, err := Mounted()
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +107,16 @@ func Detect() (*Host, error) {
 	b, errB := os.Readlink("/proc/1/ns/cgroup")
 	h.CgroupNS = errA == nil && errB == nil && a != b
 	return h, nil
+}
+
+// Mounted lists the cgroup hierarchies of this process's mount namespace.
+func Mounted() ([]Hierarchy, error) {
+	mi, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer mi.Close()
+	return ParseMountinfo(mi)
 }
 
 // ModeFor classifies a set of hierarchies.
@@ -155,7 +160,7 @@ func ParseMountinfo(r io.Reader) ([]Hierarchy, error) {
 			continue
 		}
 		fstype, super := fields[sep+1], fields[sep+3]
-		root, mnt := fields[3], unescape(fields[4])
+		root, mnt := fields[3], Unescape(fields[4])
 		if root != "/" {
 			continue
 		}
@@ -193,7 +198,9 @@ func ParseMountinfo(r io.Reader) ([]Hierarchy, error) {
 	return out, sc.Err()
 }
 
-func unescape(s string) string {
+// Unescape undoes the octal escapes of a mountinfo field (\040 for a
+// space, \011 for a tab, \012 for a newline, \134 for a backslash).
+func Unescape(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
@@ -330,7 +337,7 @@ func (t *Tree) mkdirIn(h Hierarchy, rel string) error {
 	// The hierarchy root's subtree_control belongs to the host: only the
 	// test root and below are ours to change.
 	if h.V2 && t.Host.Mode == ModeV2 && rel != t.Root {
-		enableControllers(parent)
+		EnableControllers(parent)
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		if errors.Is(err, fs.ErrExist) {
@@ -338,37 +345,47 @@ func (t *Tree) mkdirIn(h Hierarchy, rel string) error {
 		}
 		return err
 	}
-	for _, c := range h.Controllers() {
-		if c == "cpuset" {
-			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-				b, err := os.ReadFile(filepath.Join(parent, f))
-				if err != nil {
-					return err
-				}
-				if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-					return fmt.Errorf("copying %s: %w", f, err)
-				}
-			}
+	if contains(h.Controllers(), "cpuset") {
+		return CopyCpuset(parent, dir)
+	}
+	return nil
+}
+
+// CopyCpuset copies cpuset.cpus and cpuset.mems from one v1 cpuset to
+// another: a new cpuset is empty and no task can join it until both are set.
+func CopyCpuset(from, to string) error {
+	for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+		b, err := os.ReadFile(filepath.Join(from, f))
+		if err != nil {
+			return fmt.Errorf("reading %s to fill the cpuset %s: %w", f, to, err)
+		}
+		if err := os.WriteFile(filepath.Join(to, f), b, 0o644); err != nil {
+			return fmt.Errorf("copying %s into %s: %w", f, to, err)
 		}
 	}
 	return nil
 }
 
-// enableControllers turns on, one by one, every controller dir offers to
-// its children. Failures are left for the cases to observe.
-func enableControllers(dir string) {
+// EnableControllers turns on, one by one, every controller the v2 cgroup
+// dir offers to its children, and returns those enabled afterwards.
+// Failures are left for the callers to observe.
+func EnableControllers(dir string) []string {
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 	if err != nil {
-		return
+		return nil
 	}
-	on, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	control := filepath.Join(dir, "cgroup.subtree_control")
+	on, _ := os.ReadFile(control)
 	enabled := strings.Fields(string(on))
 	for _, c := range strings.Fields(string(b)) {
 		if contains(enabled, c) {
 			continue
 		}
-		_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0o644)
+		if os.WriteFile(control, []byte("+"+c), 0o644) == nil {
+			enabled = append(enabled, c)
+		}
 	}
+	return enabled
 }
 
 // EnableRootControllers enables, at the hierarchy root of a v2 host, the
@@ -380,7 +397,7 @@ func (h *Host) EnableRootControllers() error {
 	}
 	for _, x := range h.Hierarchies {
 		if x.V2 {
-			enableControllers(x.Mount)
+			EnableControllers(x.Mount)
 		}
 	}
 	return nil
@@ -406,10 +423,16 @@ func WritePid(dir string, pid int) error {
 
 // Procs lists the PIDs in rel of h (empty when rel does not exist).
 func Procs(h Hierarchy, rel string) ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(h.Dir(rel), "cgroup.procs"))
+	pids, err := ReadProcs(h.Dir(rel))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	return pids, err
+}
+
+// ReadProcs reads the PIDs in dir/cgroup.procs (dir: a cgroup directory).
+func ReadProcs(dir string) ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil, err
 	}

@@ -171,3 +171,57 @@ func TestIsUnder(t *testing.T) {
 		}
 	}
 }
+
+func TestUnescape(t *testing.T) {
+	for in, want := range map[string]string{
+		`/plain`:              "/plain",
+		`/a\040b`:             "/a b",
+		`/tab\011nl\012`:      "/tab\tnl\n",
+		`/back\134slash`:      `/back\slash`,
+		`/not\09escape`:       `/not\09escape`,
+		`/short\04`:           `/short\04`,
+		`/two\040\040spaces`:  "/two  spaces",
+		`/trailing\`:          `/trailing\`,
+		`/high\377byte`:       "/high\xffbyte",
+		`/overflow\400stays`:  `/overflow\400stays`,
+		`/digits\0401after`:   "/digits 1after",
+		`\040leading`:         " leading",
+		`/mixed\040a\011b\\c`: "/mixed a\tb\\\\c",
+	} {
+		if got := Unescape(in); got != want {
+			t.Errorf("Unescape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// ReadProcs, Procs and EnableControllers on plain files standing in for
+// cgroupfs.
+func TestProcsAndControllersOnFakeFiles(t *testing.T) {
+	mnt := t.TempDir()
+	h := Hierarchy{Mount: mnt, V2: true}
+	if err := os.MkdirAll(h.Dir("/a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.Dir("/a"), "cgroup.procs"), []byte("12\n7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadProcs(h.Dir("/a")); err != nil || !cmp.Equal(got, []int{12, 7}) {
+		t.Errorf("ReadProcs = %v, %v; want [12 7]", got, err)
+	}
+	if got, err := Procs(h, "/missing"); err != nil || got != nil {
+		t.Errorf("Procs of a missing cgroup = %v, %v; want nothing, no error", got, err)
+	}
+	if _, err := ReadProcs(h.Dir("/missing")); !os.IsNotExist(err) {
+		t.Errorf("ReadProcs of a missing cgroup: %v, want not-exist", err)
+	}
+	dir := h.Dir("/a")
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("memory\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"memory", "cpu", "pids"}, EnableControllers(dir)); diff != "" {
+		t.Errorf("EnableControllers (-want +got):\n%s", diff)
+	}
+}
