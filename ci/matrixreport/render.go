@@ -2,13 +2,12 @@ package matrixreport
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // symbol is how report.md shows an outcome.
@@ -60,36 +59,34 @@ func (m *Matrix) WriteMarkdown(w io.Writer) error {
 	if m.Kernel != "" || m.Accel != "" {
 		fmt.Fprintf(&b, "Kernel `%s`, QEMU accelerator `%s`.\n\n", m.Kernel, m.Accel)
 	}
-	b.WriteString("| mode | status | boot s | total s | records | tool |\n|---|---|---|---|---|---|\n")
+	var modes [][]string
 	for _, mr := range m.Modes {
 		status := mr.Status
 		if mr.Partial {
 			status += " (partial, from the console)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %d | %s |\n", mr.Mode, status, mr.BootSeconds, mr.WallSeconds, len(mr.Records), mr.Tool)
+		modes = append(modes, []string{mr.Mode, status, fmt.Sprintf("%.0f", mr.BootSeconds),
+			fmt.Sprintf("%.0f", mr.WallSeconds), fmt.Sprint(len(mr.Records)), mr.Tool})
 	}
+	b.WriteString(report.MarkdownTable([]string{"mode", "status", "boot s", "total s", "records", "tool"}, modes))
 	rows, byMode := m.cells()
-	b.WriteString("\n| case | runtime |")
+	header := []string{"case", "runtime"}
 	for _, mr := range m.Modes {
-		fmt.Fprintf(&b, " %s |", mr.Mode)
+		header = append(header, mr.Mode)
 	}
-	b.WriteString("\n|---|---|")
-	for range m.Modes {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
+	var table [][]string
 	for _, k := range rows {
-		fmt.Fprintf(&b, "| %s | %s |", k.Case, k.Runtime)
+		line := []string{k.Case, k.Runtime}
 		for _, mr := range m.Modes {
-			r, ok := byMode[k][mr.Mode]
-			if !ok {
-				fmt.Fprintf(&b, " %s |", symbol(Missing))
-				continue
+			outcome := Missing
+			if r, ok := byMode[k][mr.Mode]; ok {
+				outcome = r.Outcome
 			}
-			fmt.Fprintf(&b, " %s |", symbol(r.Outcome))
+			line = append(line, symbol(outcome))
 		}
-		b.WriteString("\n")
+		table = append(table, line)
 	}
+	b.WriteString("\n" + report.MarkdownTable(header, table))
 	b.WriteString("\n† expected divergence: the runtime differs from runsc-patched for the reason the case states.\n")
 	var notes []string
 	for _, k := range rows {
@@ -130,104 +127,51 @@ func oneLine(s string) string {
 	return strings.ReplaceAll(s, "|", "\\|")
 }
 
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     float64     `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      float64       `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Error     *junitMessage `xml:"error,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Body    string `xml:",chardata"`
-}
-
-// WriteJUnit writes one test suite per mode; an expected divergence is a
-// passing test with its reason in system-out, a mode without results one
-// error.
+// WriteJUnit writes one test suite per mode, timed by its VM's wall clock.
+// A mode that sent no report gets a test "vm" in error, a record without
+// outcome is an error too, and an expected divergence is a skipped test.
 func (m *Matrix) WriteJUnit(w io.Writer) error {
-	var all junitSuites
+	return report.WriteJUnit(w, m.junitSuites())
+}
+
+func (m *Matrix) junitSuites() []report.JUnitSuite {
+	var suites []report.JUnitSuite
 	for _, mr := range m.Modes {
-		s := junitSuite{Name: "matrix/" + mr.Mode, Time: mr.WallSeconds}
+		s := report.JUnitSuite{Name: "matrix/" + mr.Mode, Seconds: mr.WallSeconds}
 		if mr.Status != "reported" {
-			s.Tests, s.Errors = 1, 1
-			s.Cases = append(s.Cases, junitCase{Name: "vm", Classname: s.Name,
-				Error: &junitMessage{Message: mr.Status, Body: mr.Problem + "\n" + strings.Join(mr.ConsoleTail, "\n")}})
+			s.Tests = append(s.Tests, report.JUnitTest{Name: "vm", Classname: s.Name, Outcome: report.Errored,
+				Message: mr.Status, Detail: mr.Problem + "\n" + strings.Join(mr.ConsoleTail, "\n")})
 		}
 		for _, r := range mr.Records {
-			c := junitCase{Name: r.Case + "/" + r.Runtime, Classname: s.Name, Time: r.Seconds}
-			s.Tests++
+			t := report.JUnitTest{Name: r.Case + "/" + r.Runtime, Classname: s.Name, Seconds: r.Seconds, Outcome: r.Outcome}
 			switch r.Outcome {
-			case Fail:
-				s.Failures++
-				c.Failure = &junitMessage{Message: oneLine(r.Reason), Body: r.Reason + "\n" + r.Diff}
+			case Fail, Divergence:
+				t.Message, t.Detail = oneLine(r.Reason), r.Reason+"\n"+r.Diff
 			case Skip:
-				s.Skipped++
-				c.Skipped = &junitMessage{Message: oneLine(r.Reason)}
-			case Divergence:
-				c.SystemOut = "expected divergence: " + r.Reason
+				t.Message = oneLine(r.Reason)
 			case Missing:
-				s.Errors++
-				c.Error = &junitMessage{Message: "no outcome recorded"}
+				t.Outcome, t.Message = report.Errored, "no outcome recorded"
 			}
-			s.Cases = append(s.Cases, c)
+			s.Tests = append(s.Tests, t)
 		}
-		all.Suites = append(all.Suites, s)
+		suites = append(suites, s)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(all); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return suites
+}
+
+// WriteJSON writes the matrix as indented JSON, the report.json that
+// -merge reads back.
+func (m *Matrix) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(m)
 }
 
 // WriteAll writes report.json, report.md and junit.xml into dir.
 func (m *Matrix) WriteAll(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	for name, write := range map[string]func(io.Writer) error{"report.md": m.WriteMarkdown, "junit.xml": m.WriteJUnit} {
-		f, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		werr := write(f)
-		if err := f.Close(); werr == nil {
-			werr = err
-		}
-		if werr != nil {
-			return fmt.Errorf("writing %s: %w", name, werr)
-		}
-	}
-	return nil
+	return report.WriteFiles(dir, map[string]func(io.Writer) error{
+		"report.json": m.WriteJSON,
+		"report.md":   m.WriteMarkdown,
+		"junit.xml":   m.WriteJUnit,
+	})
 }

@@ -1,6 +1,8 @@
 // Package matrixreport merges the harness reports of every host mode into one
 // matrix: report.json, report.md (cases × runtimes × modes, expected
-// divergences marked) and junit.xml.
+// divergences marked) and junit.xml. The junit.xml writer, the markdown
+// tables and the file writing are harness/report's, so a host's report and
+// the matrix's read the same way.
 package matrixreport
 
 import (
@@ -8,14 +10,16 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
-// Outcomes as the harness names them.
+// Outcomes: the harness's, and one for a cell no record fills.
 const (
-	Pass       = "pass"
-	Fail       = "fail"
-	Divergence = "expected-divergence"
-	Skip       = "skip"
+	Pass       = report.Pass
+	Fail       = report.Fail
+	Divergence = report.Divergence
+	Skip       = report.Skip
 	Missing    = "missing" // the mode produced no record for this cell
 )
 

@@ -3,11 +3,11 @@ package matrixreport
 import (
 	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // cgconformReport is shaped like cgconform/report/v1 (trimmed).
@@ -120,25 +120,25 @@ func TestWriteMarkdown(t *testing.T) {
 	}
 }
 
-func TestWriteJUnit(t *testing.T) {
-	var b bytes.Buffer
-	if err := sample().WriteJUnit(&b); err != nil {
-		t.Fatal(err)
+func TestJUnitSuites(t *testing.T) {
+	m := sample()
+	m.Modes[0].WallSeconds = 80
+	m.Modes[0].Records = append(m.Modes[0].Records, Record{Case: "failed-start [host]", Runtime: "runc", Outcome: Missing})
+	want := []report.JUnitSuite{
+		{Name: "matrix/v1", Seconds: 80, Tests: []report.JUnitTest{
+			{Name: "relative-path [host]/runsc-patched", Classname: "matrix/v1", Outcome: Pass},
+			{Name: "relative-path [host]/runsc-stock", Classname: "matrix/v1", Outcome: Divergence,
+				Message: "leaks a1 \\| parents", Detail: "leaks a1 | parents\n"},
+			{Name: "failed-start [host]/runc", Classname: "matrix/v1", Outcome: report.Errored, Message: "no outcome recorded"},
+		}},
+		{Name: "matrix/v2", Tests: []report.JUnitTest{
+			{Name: "vm", Classname: "matrix/v2", Outcome: report.Errored,
+				Message: "timeout", Detail: "VM killed after its 10m time limit\nrunsc: stuck"},
+			{Name: "relative-path [host]/runsc-patched", Classname: "matrix/v2", Outcome: Fail,
+				Message: "placed-beside: wrong", Detail: "placed-beside: wrong\n-a +b"},
+		}},
 	}
-	var got junitSuites
-	if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
-		t.Fatalf("junit.xml does not parse: %v\n%s", err, b.String())
-	}
-	type counts struct {
-		Name                             string
-		Tests, Failures, Errors, Skipped int
-	}
-	var c []counts
-	for _, s := range got.Suites {
-		c = append(c, counts{s.Name, s.Tests, s.Failures, s.Errors, s.Skipped})
-	}
-	want := []counts{{"matrix/v1", 2, 0, 0, 0}, {"matrix/v2", 2, 1, 1, 0}}
-	if d := cmp.Diff(want, c); d != "" {
+	if d := cmp.Diff(want, m.junitSuites()); d != "" {
 		t.Errorf("junit suites (-want +got):\n%s", d)
 	}
 }
