@@ -18,6 +18,10 @@ type Payload struct {
 	Runtimes string            // -runtimes list for the harness, as the VM sees it
 	// HarnessArgs are more harness flags, blank-separated (no quoting).
 	HarnessArgs string
+	// Command, when set, is a shell script cgm-run runs instead of the
+	// harness (cgbench uses it), with the results folder in $CGM_OUT;
+	// what it leaves there comes back like the harness's output.
+	Command string
 }
 
 // Staged is a payload copied once into a folder, so every mode of a run
@@ -54,6 +58,11 @@ func (p Payload) Stage(dir string) (*Staged, error) {
 	}
 	if err := os.WriteFile(filepath.Join(stage, "harness-args"), []byte(p.HarnessArgs+"\n"), 0o644); err != nil {
 		return nil, err
+	}
+	if p.Command != "" {
+		if err := os.WriteFile(filepath.Join(stage, "command"), []byte(p.Command), 0o755); err != nil {
+			return nil, err
+		}
 	}
 	if p.CasesDir != "" {
 		n, err := copyTree(p.CasesDir, filepath.Join(stage, "cases"))

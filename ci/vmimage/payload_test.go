@@ -21,7 +21,8 @@ func TestStageAndDisk(t *testing.T) {
 	os.WriteFile(filepath.Join(cases, "a.yaml"), []byte("name: a\n"), 0o644)
 
 	p := Payload{Bins: map[string]string{"runsc-patched": bin}, CasesDir: cases,
-		Runtimes: "runsc-patched=/payload/bin/runsc-patched", HarnessArgs: "-run ^a"}
+		Runtimes: "runsc-patched=/payload/bin/runsc-patched", HarnessArgs: "-run ^a",
+		Command: "cgbench -out \"$CGM_OUT\"\n"}
 	out := t.TempDir()
 	st, err := p.Stage(filepath.Join(out, "stage"))
 	if err != nil {
@@ -40,7 +41,7 @@ func TestStageAndDisk(t *testing.T) {
 	if !strings.Contains(string(ls), "a.yaml") || strings.Contains(string(ls), "b.yaml") {
 		t.Errorf("payload /cases = %s, want a.yaml only", ls)
 	}
-	for inside, want := range map[string]string{"/runtimes": "runsc-patched=/payload/bin/runsc-patched", "/harness-args": "-run ^a"} {
+	for inside, want := range map[string]string{"/runtimes": "runsc-patched=/payload/bin/runsc-patched", "/harness-args": "-run ^a", "/command": `cgbench -out "$CGM_OUT"`} {
 		dest := filepath.Join(t.TempDir(), "f")
 		if err := ExtractFromDisk(context.Background(), img, inside, dest); err != nil {
 			t.Fatal(err)
