@@ -2,12 +2,15 @@ package vmimage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/runsc-cgroups/cgconform/ci/vmrun"
 )
 
 // Payload is what each VM runs: the binaries under test and the cases. It is
@@ -100,6 +103,28 @@ func ExtractFromDisk(ctx context.Context, img, inside, dest string) error {
 		return fmt.Errorf("%s is not on the payload disk %s: the VM did not get to copy its results", inside, img)
 	}
 	return nil
+}
+
+// Collect takes the results a VM sent: the framed archive on its second
+// serial port (saved in serial), or failing that the copy cgm-run left on
+// the payload disk, unpacked into names and contents.
+func Collect(ctx context.Context, serial, disk string) (map[string][]byte, error) {
+	f, err := os.Open(serial)
+	var tgz []byte
+	if err == nil {
+		tgz, err = vmrun.DecodeFrame(f)
+		f.Close()
+	}
+	if err != nil {
+		dest := filepath.Join(filepath.Dir(disk), "out.tgz")
+		if derr := ExtractFromDisk(ctx, disk, "/out/out.tgz", dest); derr != nil {
+			return nil, errors.Join(fmt.Errorf("serial frame: %w", err), derr)
+		}
+		if tgz, err = os.ReadFile(dest); err != nil {
+			return nil, err
+		}
+	}
+	return vmrun.Untar(tgz)
 }
 
 func copyFile(src, dst string, mode os.FileMode) (int64, error) {

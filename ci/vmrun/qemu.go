@@ -74,6 +74,25 @@ func ParseProgress(line string) (started, done string) {
 	return "", ""
 }
 
+// UseKVM turns an -accel choice into whether to use KVM: "kvm", "tcg", or
+// "auto" (or "": KVM when /dev/kvm can be opened for writing).
+func UseKVM(accel string) (bool, error) {
+	switch accel {
+	case "kvm":
+		return true, nil
+	case "tcg":
+		return false, nil
+	case "auto", "":
+		f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+		if err != nil {
+			return false, nil
+		}
+		f.Close()
+		return true, nil
+	}
+	return false, fmt.Errorf("-accel %q: want kvm, tcg or auto", accel)
+}
+
 // Args is the qemu command line for the VM.
 func (vm *VM) Args() []string {
 	accel := "tcg,thread=multi"

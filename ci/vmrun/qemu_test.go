@@ -220,3 +220,23 @@ func TestArgs(t *testing.T) {
 		})
 	}
 }
+
+func TestUseKVM(t *testing.T) {
+	for _, tc := range []struct {
+		accel   string
+		want    bool
+		wantErr bool
+	}{
+		{"kvm", true, false},
+		{"tcg", false, false},
+		{"hvf", false, true},
+	} {
+		got, err := UseKVM(tc.accel)
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("UseKVM(%q) = %v, %v; want %v, error %v", tc.accel, got, err, tc.want, tc.wantErr)
+		}
+	}
+	if _, err := UseKVM("auto"); err != nil {
+		t.Errorf("UseKVM(auto): %v", err)
+	}
+}

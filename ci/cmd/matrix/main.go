@@ -24,6 +24,7 @@ import (
 
 	"github.com/runsc-cgroups/cgconform/ci/matrixreport"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
+	"github.com/runsc-cgroups/cgconform/ci/vmrun"
 )
 
 func main() {
@@ -110,29 +111,12 @@ func merge(o options) (*matrixreport.Matrix, error) {
 	return m, nil
 }
 
-func useKVM(accel string) (bool, error) {
-	switch accel {
-	case "kvm":
-		return true, nil
-	case "tcg":
-		return false, nil
-	case "auto", "":
-		f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
-		if err != nil {
-			return false, nil
-		}
-		f.Close()
-		return true, nil
-	}
-	return false, fmt.Errorf("-accel %q: want kvm, tcg or auto", accel)
-}
-
 func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 	modes, err := vmimage.ParseModes(o.modes)
 	if err != nil {
 		return nil, err
 	}
-	kvm, err := useKVM(o.accel)
+	kvm, err := vmrun.UseKVM(o.accel)
 	if err != nil {
 		return nil, err
 	}

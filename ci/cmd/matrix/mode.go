@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,7 +68,7 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string
 		mr.Status, mr.Problem = "crashed", err.Error()
 		return mr
 	}
-	files, ferr := collect(ctx, vm.ReportPath, disk)
+	files, ferr := vmimage.Collect(ctx, vm.ReportPath, disk)
 	if ferr != nil {
 		mr.Status = "no-report"
 		if res.TimedOut {
@@ -113,27 +112,6 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string
 	mr.Status, mr.Tool, mr.HostMode, mr.Records = "reported", h.Tool, h.HostMode, h.Records
 	mr.Summary = matrixreport.Summarize(h.Records)
 	return mr
-}
-
-// collect takes the results from the serial frame, or failing that from the
-// payload disk.
-func collect(ctx context.Context, serial, disk string) (map[string][]byte, error) {
-	f, err := os.Open(serial)
-	var tgz []byte
-	if err == nil {
-		tgz, err = vmrun.DecodeFrame(f)
-		f.Close()
-	}
-	if err != nil {
-		dest := filepath.Join(filepath.Dir(disk), "out.tgz")
-		if derr := vmimage.ExtractFromDisk(ctx, disk, "/out/out.tgz", dest); derr != nil {
-			return nil, errors.Join(fmt.Errorf("serial frame: %w", err), derr)
-		}
-		if tgz, err = os.ReadFile(dest); err != nil {
-			return nil, err
-		}
-	}
-	return vmrun.Untar(tgz)
 }
 
 // lineHandler prints the harness's progress lines (and, unless quiet, every
