@@ -37,6 +37,11 @@ type Case struct {
 	// Contexts lists caller contexts; the case runs once per context.
 	// Default: [host].
 	Contexts []string `json:"contexts,omitempty"`
+	// CallerType, when set, is written to the caller cgroup's cgroup.type
+	// (v2 only) before the context's own processes join it: the kernel lets
+	// a cgroup turn threaded only while its parent has no populated domain
+	// child and no domain controller enabled, so a step cannot do it later.
+	CallerType string `json:"callerType,omitempty"`
 	// Sandboxes the steps refer to by name.
 	Sandboxes []Sandbox `json:"sandboxes"`
 	// Steps run in order.
@@ -315,6 +320,14 @@ func (c *Case) Validate() error {
 	for i, x := range c.Contexts {
 		if !contains(Contexts, x) {
 			return fmt.Errorf("contexts[%d]: unknown context %q (known: %s)", i, x, strings.Join(Contexts, ", "))
+		}
+	}
+	if c.CallerType != "" {
+		if c.CallerType != "threaded" {
+			return fmt.Errorf("callerType: %q is not supported (known: threaded)", c.CallerType)
+		}
+		if !contains(c.Requires, "cgroup-v2") {
+			return fmt.Errorf("callerType: a threaded caller exists only on cgroup v2: add cgroup-v2 to requires")
 		}
 	}
 	if len(c.Sandboxes) == 0 {

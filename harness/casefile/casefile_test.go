@@ -75,6 +75,8 @@ func TestParseBad(t *testing.T) {
 		{"two assertions", "check: {placement:|check: {nothingLeft: true, placement:", "steps[1].check: set exactly one assertion"},
 		{"relative path without token", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "x/y"`, "sandboxes[0].spec.linux.cgroupsPath: \"x/y\": the first element"},
 		{"absolute path outside case root", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "/abs/x"`, "must start with ${caseroot}/"},
+		{"unknown caller type", "contexts: [host, container]|contexts: [host, container]\ncallerType: domain", `callerType: "domain" is not supported`},
+		{"threaded caller needs v2", "contexts: [host, container]|contexts: [host, container]\ncallerType: threaded", "add cgroup-v2 to requires"},
 		{"missing purpose", "purpose: proves something|purpose: \"\"", "purpose: missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -50,8 +51,14 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 		cs.caller[h.Key] = caller
 		cs.joinDirs = append(cs.joinDirs, h.Dir(caller))
 	}
+	if cs.c.CallerType == "threaded" {
+		if err := r.makeThreaded(caller); err != nil {
+			return err
+		}
+	}
 	for _, hd := range holders {
-		pid, err := r.startHolder(hd)
+		anchor := cs.cgroupns && hd == caller
+		pid, err := r.startHolder(hd, anchor)
 		if err != nil {
 			return err
 		}
@@ -59,17 +66,57 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 		if hd == caller {
 			cs.callerHolders = append(cs.callerHolders, pid)
 		}
+		if anchor {
+			cs.nsAnchor = pid
+		}
+	}
+	return nil
+}
+
+// threadedControllers are the v2 controllers that work in threaded
+// subtrees (Documentation/admin-guide/cgroup-v2.rst, "Threads").
+var threadedControllers = []string{"cpu", "cpuset", "perf_event", "pids"}
+
+// makeThreaded turns the empty caller cgroup rel threaded. The kernel allows
+// it only when the parent can be a thread root: no populated domain child
+// and no domain controller enabled in its subtree_control, so those go
+// first (the parent is the case root, ours).
+func (r *Runner) makeThreaded(rel string) error {
+	for _, h := range r.host.Hierarchies {
+		if !h.V2 {
+			continue
+		}
+		control := filepath.Join(h.Dir(path.Dir(rel)), "cgroup.subtree_control")
+		on, err := os.ReadFile(control)
+		if err != nil {
+			return err
+		}
+		for _, c := range strings.Fields(string(on)) {
+			if !contains(threadedControllers, c) {
+				if err := os.WriteFile(control, []byte("-"+c), 0o644); err != nil {
+					return fmt.Errorf("disabling %s in %s: %w", c, control, err)
+				}
+			}
+		}
+		if err := os.WriteFile(filepath.Join(h.Dir(rel), "cgroup.type"), []byte("threaded"), 0o644); err != nil {
+			return fmt.Errorf("making %s threaded: %w", h.Dir(rel), err)
+		}
 	}
 	return nil
 }
 
 // startHolder starts a long-running process in cgroup rel (what a
-// container's own processes are to a runtime started inside it).
-func (r *Runner) startHolder(rel string) (int, error) {
+// container's own processes are to a runtime started inside it). With
+// newNS it lives in a cgroup namespace rooted at rel, as a delegated pod's
+// container does.
+func (r *Runner) startHolder(rel string, newNS bool) (int, error) {
 	var args []string
 	args = append(args, HelperCommand)
 	for _, h := range r.host.Hierarchies {
 		args = append(args, "--join", h.Dir(rel))
+	}
+	if newNS {
+		args = append(args, "--new-cgroupns")
 	}
 	args = append(args, "--", "sleep", "100000")
 	cmd := exec.Command(r.opt.Self, args...)

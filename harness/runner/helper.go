@@ -16,11 +16,16 @@ import (
 // The harness never starts a runtime from its own cgroups (on a shared host
 // those belong to someone else). Every runtime command runs as
 //
-//	cgconform exec-in-cgroup --join DIR... [--cgroupns] -- RUNTIME ARGS
+//	cgconform exec-in-cgroup --join DIR... [--cgroupns-of PID] -- RUNTIME ARGS
 //
-// which moves itself into the caller context's cgroups, optionally enters a
-// private cgroup and mount namespace with cgroup2 mounted at the namespace
-// root (the delegated pod), and only then execs the runtime.
+// which moves itself into the caller context's cgroups, optionally enters the
+// delegated pod's cgroup namespace (that of PID, the container's own process)
+// and a private mount namespace with cgroup2 mounted at the namespace root,
+// and only then execs the runtime. The pod's own process is started with
+// --new-cgroupns: it anchors a namespace rooted at the container's cgroup,
+// which every later command enters, as "kubectl exec" does. A command that
+// made its own namespace instead would root it wherever it was born, which
+// after nesting is the leaf, not the container's cgroup.
 
 // HelperCommand is the subcommand name of the re-exec.
 const HelperCommand = "exec-in-cgroup"
@@ -71,7 +76,8 @@ func execInCgroup(args []string) int {
 	fs := flag.NewFlagSet(HelperCommand, flag.ContinueOnError)
 	var join listFlag
 	fs.Var(&join, "join", "cgroup directory to join (repeatable)")
-	cgroupns := fs.Bool("cgroupns", false, "run in a new cgroup and mount namespace with cgroup2 at /sys/fs/cgroup")
+	newNS := fs.Bool("new-cgroupns", false, "exec in a new cgroup namespace rooted at the cgroups joined")
+	nsOf := fs.Int("cgroupns-of", 0, "run in the cgroup namespace of this PID and a new mount namespace with cgroup2 at /sys/fs/cgroup")
 	if err := fs.Parse(args); err != nil {
 		return 125
 	}
@@ -87,14 +93,21 @@ func execInCgroup(args []string) int {
 			return 125
 		}
 	}
-	if !*cgroupns {
+	if !*newNS && *nsOf == 0 {
 		return execve(argv)
 	}
-	// The cgroup namespace is per thread until exec; the child started from
-	// this locked thread inherits it, rooted at the cgroups just joined.
+	// The cgroup namespace is per thread until exec; an exec or a child
+	// started from this locked thread inherits it.
 	runtime.LockOSThread()
-	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
-		fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: unshare(CLONE_NEWCGROUP): %v\n", err)
+	if *newNS {
+		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+			fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: unshare(CLONE_NEWCGROUP): %v\n", err)
+			return 125
+		}
+		return execve(argv)
+	}
+	if err := enterCgroupns(*nsOf); err != nil {
+		fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: %v\n", err)
 		return 125
 	}
 	self, err := os.Executable()
@@ -113,6 +126,18 @@ func execInCgroup(args []string) int {
 		return 125
 	}
 	return 0
+}
+
+func enterCgroupns(pid int) error {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/ns/cgroup", pid))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWCGROUP); err != nil {
+		return fmt.Errorf("setns(cgroup namespace of pid %d): %w", pid, err)
+	}
+	return nil
 }
 
 func mountAndExec(args []string) int {

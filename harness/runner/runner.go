@@ -381,7 +381,7 @@ func (r *Runner) runCommand(ctx context.Context, cs *caseState, argv []string, t
 		helper = append(helper, "--join", d)
 	}
 	if cs.cgroupns {
-		helper = append(helper, "--cgroupns")
+		helper = append(helper, "--cgroupns-of", fmt.Sprint(cs.nsAnchor))
 	}
 	helper = append(helper, "--")
 	helper = append(helper, argv...)
@@ -449,6 +449,9 @@ type caseState struct {
 	caller   map[string]string // hierarchy key -> caller cgroup
 	joinDirs []string
 	cgroupns bool
+	// nsAnchor is the caller's own process whose cgroup namespace (rooted
+	// at the caller's cgroup) every runtime command enters.
+	nsAnchor int
 	holders  []int
 	// callerHolders are the holders started in the caller's own cgroup.
 	callerHolders []int
