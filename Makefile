@@ -46,9 +46,10 @@ fmt-check:
 matrix: deps runsc cgconform
 	$(GO) run ./ci/cmd/matrix -modes "$(MODES)" -out out/matrix $(MATRIX_FLAGS)
 
-# Patched vs stock runsc, interleaved, on this host (see docs/BENCHMARKS.md).
+# Patched vs stock runsc, interleaved, on this host and then in a cgroup v2
+# VM (QEMU); BENCH_FLAGS passes more flags (see docs/BENCHMARKS.md).
 bench: deps runsc
-	$(GO) run ./cmd/cgbench -out out/bench
+	$(GO) run ./cmd/cgbench suite -out out/bench $(BENCH_FLAGS)
 
 # Does the series apply to an upstream checkout (git am), gofmt, go vet?
 upstream-check:

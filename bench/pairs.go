@@ -80,10 +80,11 @@ func NewPair(i int, baseline, candidate Sample) (Pair, error) {
 	return p, nil
 }
 
-// RunPairs runs n interleaved pairs. It stops at the first failed run and
-// returns the pairs completed so far with an error naming the pair and side:
-// the caller reports it, it never becomes a timing.
-func RunPairs(ctx context.Context, n int, baseline, candidate Trial) ([]Pair, error) {
+// RunPairs runs n interleaved pairs, calling each (if set) after every pair
+// for progress. It stops at the first failed run and returns the pairs
+// completed so far with an error naming the pair and side: the caller
+// reports it, it never becomes a timing.
+func RunPairs(ctx context.Context, n int, baseline, candidate Trial, each func(Pair)) ([]Pair, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("need at least one pair, got %d", n)
 	}
@@ -115,6 +116,9 @@ func RunPairs(ctx context.Context, n int, baseline, candidate Trial) ([]Pair, er
 			return pairs, err
 		}
 		pairs = append(pairs, p)
+		if each != nil {
+			each(p)
+		}
 	}
 	return pairs, nil
 }

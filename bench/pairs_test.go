@@ -32,9 +32,14 @@ func TestRunPairs(t *testing.T) {
 	var calls []string
 	base := []float64{1, 2, 4, 1}
 	cand := []float64{1.1, 2, 2, 3}
-	ps, err := RunPairs(context.Background(), 4, fakeTrial("baseline", base, &calls, -1), fakeTrial("candidate", cand, &calls, -1))
+	var seen []int
+	ps, err := RunPairs(context.Background(), 4, fakeTrial("baseline", base, &calls, -1), fakeTrial("candidate", cand, &calls, -1),
+		func(p Pair) { seen = append(seen, p.Index) })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{0, 1, 2, 3}, seen); diff != "" {
+		t.Errorf("progress callbacks (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(Order(4), calls); diff != "" {
 		t.Errorf("call order (-want +got):\n%s", diff)
@@ -86,7 +91,7 @@ func TestRunPairsStopsAtFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls []string
 			secs := []float64{1, 1, 1}
-			ps, err := RunPairs(context.Background(), 3, fakeTrial("baseline", secs, &calls, tc.baseFail), fakeTrial("candidate", secs, &calls, tc.candFail))
+			ps, err := RunPairs(context.Background(), 3, fakeTrial("baseline", secs, &calls, tc.baseFail), fakeTrial("candidate", secs, &calls, tc.candFail), nil)
 			if err == nil {
 				t.Fatal("no error from a failed run")
 			}
@@ -119,7 +124,7 @@ func TestNewPairRejectsUntimed(t *testing.T) {
 }
 
 func TestRunPairsNeedsPairs(t *testing.T) {
-	if _, err := RunPairs(context.Background(), 0, nil, nil); err == nil {
+	if _, err := RunPairs(context.Background(), 0, nil, nil, nil); err == nil {
 		t.Error("no error for 0 pairs")
 	}
 }

@@ -60,19 +60,28 @@ type ConformanceWall struct {
 	Mode    string  `json:"mode"`
 	Source  string  `json:"source"`
 	Seconds float64 `json:"seconds,omitempty"`
-	Status  string  `json:"status,omitempty"`
-	Note    string  `json:"note,omitempty"`
+	// Results counts the case × runtime results of the run: a matrix run
+	// of the headline cases only has far fewer than the whole set.
+	Results int    `json:"results,omitempty"`
+	Status  string `json:"status,omitempty"`
+	Note    string `json:"note,omitempty"`
 }
 
 // ConformanceWalls reads the wall time of the conformance run on this host
 // (harness report: started/finished) and of each matrix mode (matrix
-// report: modes[].wall_seconds). A missing file is "not measured".
+// report: modes[].wall_seconds). A missing file is "not measured"; an
+// empty path is left out.
 func ConformanceWalls(hostReport, matrixReport string) []ConformanceWall {
 	var out []ConformanceWall
-	if data, err := os.ReadFile(hostReport); err != nil {
-		out = append(out, ConformanceWall{Mode: "this host", Source: hostReport, Note: "not measured: no report (run make conformance)"})
-	} else {
-		out = append(out, parseHarnessWall(data, hostReport))
+	if hostReport != "" {
+		if data, err := os.ReadFile(hostReport); err != nil {
+			out = append(out, ConformanceWall{Mode: "this host", Source: hostReport, Note: "not measured: no report (run make conformance)"})
+		} else {
+			out = append(out, parseHarnessWall(data, hostReport))
+		}
+	}
+	if matrixReport == "" {
+		return out
 	}
 	data, err := os.ReadFile(matrixReport)
 	if err != nil {
@@ -89,6 +98,7 @@ func parseHarnessWall(data []byte, src string) ConformanceWall {
 		Host     struct {
 			Mode string `json:"mode"`
 		} `json:"host"`
+		Results []json.RawMessage `json:"results"`
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
 		w.Note = "not measured: unreadable report: " + err.Error()
@@ -102,6 +112,7 @@ func parseHarnessWall(data []byte, src string) ConformanceWall {
 		return w
 	}
 	w.Seconds = r.Finished.Sub(r.Started).Seconds()
+	w.Results = len(r.Results)
 	w.Status = "finished " + r.Finished.UTC().Format(time.RFC3339)
 	return w
 }
@@ -109,10 +120,11 @@ func parseHarnessWall(data []byte, src string) ConformanceWall {
 func parseMatrixWalls(data []byte, src string) []ConformanceWall {
 	var m struct {
 		Modes []struct {
-			Mode    string  `json:"mode"`
-			Status  string  `json:"status"`
-			Wall    float64 `json:"wall_seconds"`
-			Problem string  `json:"problem"`
+			Mode    string            `json:"mode"`
+			Status  string            `json:"status"`
+			Wall    float64           `json:"wall_seconds"`
+			Problem string            `json:"problem"`
+			Records []json.RawMessage `json:"records"`
 		} `json:"modes"`
 	}
 	if err := json.Unmarshal(data, &m); err != nil || len(m.Modes) == 0 {
@@ -124,11 +136,11 @@ func parseMatrixWalls(data []byte, src string) []ConformanceWall {
 	}
 	var out []ConformanceWall
 	for _, md := range m.Modes {
-		w := ConformanceWall{Mode: md.Mode + " (VM)", Source: src, Seconds: md.Wall, Status: md.Status, Note: firstLine(md.Problem)}
+		w := ConformanceWall{Mode: md.Mode + " (VM)", Source: src, Seconds: md.Wall, Results: len(md.Records), Status: md.Status, Note: firstLine(md.Problem)}
 		switch {
 		case md.Status != "" && md.Status != "reported":
 			// A VM that timed out or crashed ran no full conformance.
-			w.Seconds = 0
+			w.Seconds, w.Results = 0, 0
 			w.Note = strings.TrimSpace(fmt.Sprintf("not measured: the VM ended %q after %.0f s; %s", md.Status, md.Wall, firstLine(md.Problem)))
 		case md.Wall <= 0:
 			w.Note = strings.TrimSpace("not measured " + firstLine(md.Problem))
@@ -319,14 +331,11 @@ func (r *Report) parallelMarkdown(w io.Writer) {
 }
 
 func (r *Report) conformanceMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "\n### Conformance run, wall time per host mode\n\n| mode | wall s | status | source |\n|---|---|---|---|\n")
-	for _, c := range r.Conformance {
-		secs := "not measured"
-		if c.Seconds > 0 {
-			secs = fmt.Sprintf("%.1f", c.Seconds)
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | `%s` |\n", c.Mode, secs, cell(strings.TrimSpace(c.Status+" "+c.Note)), c.Source)
+	if len(r.Conformance) == 0 {
+		return
 	}
+	fmt.Fprintf(w, "\n### Conformance run, wall time per host mode\n\n")
+	ConformanceMarkdown(w, r.Conformance)
 }
 
 func phaseList(ps []Phase) string {

@@ -14,16 +14,16 @@ func TestConformanceWalls(t *testing.T) {
 	dir := t.TempDir()
 	host := filepath.Join(dir, "conformance.json")
 	matrix := filepath.Join(dir, "matrix.json")
-	if err := os.WriteFile(host, []byte(`{"started":"2026-12-02T12:00:00Z","finished":"2026-12-02T12:01:30.5Z","host":{"mode":"hybrid"}}`), 0o644); err != nil {
+	if err := os.WriteFile(host, []byte(`{"started":"2026-12-02T12:00:00Z","finished":"2026-12-02T12:01:30.5Z","host":{"mode":"hybrid"},"results":[{},{},{}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(matrix, []byte(`{"modes":[{"mode":"v2","status":"reported","wall_seconds":95.25},{"mode":"systemd-v1","status":"timeout","wall_seconds":0,"problem":"hung"}]}`), 0o644); err != nil {
+	if err := os.WriteFile(matrix, []byte(`{"modes":[{"mode":"v2","status":"reported","wall_seconds":95.25,"records":[{},{}]},{"mode":"systemd-v1","status":"timeout","wall_seconds":0,"problem":"hung","records":[{}]}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	got := ConformanceWalls(host, matrix)
 	want := []ConformanceWall{
-		{Mode: "hybrid (this host)", Source: host, Seconds: 90.5, Status: "finished 2026-12-02T12:01:30Z"},
-		{Mode: "v2 (VM)", Source: matrix, Seconds: 95.25, Status: "reported"},
+		{Mode: "hybrid (this host)", Source: host, Seconds: 90.5, Results: 3, Status: "finished 2026-12-02T12:01:30Z"},
+		{Mode: "v2 (VM)", Source: matrix, Seconds: 95.25, Results: 2, Status: "reported"},
 		{Mode: "systemd-v1 (VM)", Source: matrix, Status: "timeout", Note: `not measured: the VM ended "timeout" after 0 s; hung`},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -33,6 +33,9 @@ func TestConformanceWalls(t *testing.T) {
 	missing := ConformanceWalls(filepath.Join(dir, "no"), filepath.Join(dir, "none"))
 	if len(missing) != 2 || !strings.HasPrefix(missing[0].Note, "not measured") || !strings.HasPrefix(missing[1].Note, "not measured") {
 		t.Errorf("missing reports: %+v", missing)
+	}
+	if none := ConformanceWalls("", ""); len(none) != 0 {
+		t.Errorf("empty paths gave %+v, want nothing", none)
 	}
 }
 

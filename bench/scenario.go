@@ -67,8 +67,11 @@ func (e *Env) track(rt Runtime, root, id string, alive bool) {
 	}
 }
 
-// Cleanup force-deletes every sandbox a failed scenario left running.
+// Cleanup force-deletes every sandbox a failed scenario left running. It
+// runs even when ctx is done (interrupted, out of time): what was made must
+// go, and each command is still bounded by the Runner's timeout.
 func (e *Env) Cleanup(ctx context.Context) []error {
+	ctx = context.WithoutCancel(ctx)
 	e.mu.Lock()
 	left := make([]liveSandbox, 0, len(e.live))
 	for _, s := range e.live {
@@ -97,16 +100,18 @@ func (e *Env) rootFor(rt Runtime, scenario string) string {
 // create made. It returns the two phases.
 func (e *Env) sandbox(ctx context.Context, rt Runtime, root, bundle, id string) ([]Phase, error) {
 	e.track(rt, root, id, true)
+	// Undoing a failed create or start runs even when ctx is done.
+	undo := context.WithoutCancel(ctx)
 	cr, err := e.Runner.Run(ctx, rt, e.global(root, "create", "--bundle", bundle, id)...)
 	if err != nil {
 		// create may have got far enough to leave state behind.
-		e.Runner.Run(ctx, rt, e.global(root, "delete", "-force", id)...)
+		e.Runner.Run(undo, rt, e.global(root, "delete", "-force", id)...)
 		e.track(rt, root, id, false)
 		return nil, err
 	}
 	st, err := e.Runner.Run(ctx, rt, e.global(root, "start", id)...)
 	if err != nil {
-		e.Runner.Run(ctx, rt, e.global(root, "delete", "-force", id)...)
+		e.Runner.Run(undo, rt, e.global(root, "delete", "-force", id)...)
 		e.track(rt, root, id, false)
 		return nil, err
 	}
@@ -222,7 +227,11 @@ func (e *Env) Startup(ctx context.Context, v StartupVariant, pairs int) StartupR
 		}
 	}
 	e.logf("startup %s: %d pairs of %s vs %s", v.Name, pairs, v.Candidate.Label(), v.Baseline.Label())
-	ps, err := RunPairs(ctx, pairs, trial(v.Baseline, "base"), trial(v.Candidate, "cand"))
+	start := time.Now()
+	ps, err := RunPairs(ctx, pairs, trial(v.Baseline, "base"), trial(v.Candidate, "cand"), func(p Pair) {
+		e.logf("startup %s: pair %d/%d: ratio %.3f (%.2fs vs %.2fs), %s so far",
+			v.Name, p.Index+1, pairs, p.Ratio, p.Candidate.Seconds, p.Baseline.Seconds, time.Since(start).Round(time.Second))
+	})
 	res.Pairs = ps
 	if err != nil {
 		res.Error = err.Error()
@@ -343,7 +352,12 @@ func (e *Env) Collision(ctx context.Context, pairs int) CollisionResult {
 		}
 	}
 	e.logf("collision: %d pairs, same ID in two roots, empty cgroupsPath", pairs)
-	ps, err := RunPairs(ctx, pairs, trial(e.Stock, "s", &res.Stock), trial(e.Patched, "p", &res.Patched))
+	start := time.Now()
+	ps, err := RunPairs(ctx, pairs, trial(e.Stock, "s", &res.Stock), trial(e.Patched, "p", &res.Patched), func(p Pair) {
+		last := func(runs []CollisionRun) int { return runs[len(runs)-1].FirstDelete.Exit }
+		e.logf("collision: pair %d/%d: first delete patched %.2fs (exit %d), stock %.2fs (exit %d), %s so far",
+			p.Index+1, pairs, p.Candidate.Seconds, last(res.Patched), p.Baseline.Seconds, last(res.Stock), time.Since(start).Round(time.Second))
+	})
 	if err != nil {
 		res.Error = err.Error()
 	}
@@ -409,6 +423,7 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 		lat     []float64
 		created = make([]bool, n)
 		gate    = make(chan struct{})
+		start   time.Time
 	)
 	for i := range ids {
 		wg.Add(1)
@@ -427,9 +442,12 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 			}
 			created[i] = true
 			lat = append(lat, ph[0].Seconds+ph[1].Seconds)
+			if k := len(lat) + run.Failures; n >= 8 && k%(n/4) == 0 && k < n {
+				e.logf("parallel: %s N=%d: %d of %d done (%d failed), %s so far", rt.Label(), n, k, n, run.Failures, time.Since(start).Round(time.Second))
+			}
 		}(i)
 	}
-	start := time.Now()
+	start = time.Now()
 	close(gate)
 	wg.Wait()
 	run.Seconds = time.Since(start).Seconds()

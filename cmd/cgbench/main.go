@@ -1,7 +1,10 @@
 // Command cgbench measures what the runsc cgroup patches cost next to stock
 // runsc, on this host, with the two binaries interleaved in one run.
 //
-//	cgbench [flags]                          measure, write -out/report.{json,md}
+//	cgbench suite [flags]                    make bench: this host, then a cgroup
+//	                                         v2 VM; merged -out/report.{json,md}
+//	cgbench [flags]                          measure this host, write
+//	                                         -out/report.{json,md}
 //	cgbench render -in report.json [-docs F] re-render the tables
 //	cgbench exec-in-cgroup -procs F,F… -- CMD ARGS…
 //	                                         join our test cgroups, exec CMD
@@ -46,6 +49,8 @@ func main() {
 			os.Exit(worker(os.Args[2:]))
 		case "render":
 			os.Exit(render(os.Args[2:]))
+		case "suite":
+			os.Exit(suite(os.Args[2:]))
 		}
 	}
 	os.Exit(measure(os.Args[1:]))
@@ -68,6 +73,9 @@ type plan struct {
 	Timeout         time.Duration
 	KeepLogs        bool
 	LogDir          string
+	// Deadline (from -budget) stops the worker; what it measured until
+	// then is reported, and the run fails.
+	Deadline time.Time
 }
 
 // result is what the worker hands back (rewritten after each scenario).
@@ -95,8 +103,9 @@ func measure(args []string) int {
 	keepLogs := fs.Bool("keep-logs", false, "keep stdout/stderr of runtime commands that succeeded")
 	docs := fs.String("docs", "", "also update this markdown file (e.g. docs/BENCHMARKS.md) between its cgbench markers")
 	section := fs.String("docs-section", "host", "which marked section of -docs to replace")
-	hostReport := fs.String("conformance-report", "out/conformance/report.json", "harness report of this host")
-	matrixReport := fs.String("matrix-report", "out/matrix/report.json", "VM matrix report")
+	hostReport := fs.String("conformance-report", "out/conformance/report.json", "harness report of this host (empty: leave the conformance table out)")
+	matrixReport := fs.String("matrix-report", "out/matrix/report.json", "VM matrix report (empty: leave it out)")
+	budget := fs.Duration("budget", 0, "stop measuring after this long, report what was measured and exit 1 (0: no limit)")
 	strict := fs.Bool("strict", false, "exit 1 when a target is missed, too")
 	rootCtrls := fs.Bool("enable-root-controllers", false, "cgroup v2 only, for a throw-away VM: enable every controller in the root's cgroup.subtree_control first")
 	fs.Parse(args)
@@ -119,11 +128,14 @@ func measure(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	rep := &bench.Report{Schema: bench.Schema, Started: time.Now().UTC(), Command: commandLine()}
+	rep := &bench.Report{Schema: bench.Schema, Started: time.Now().UTC(), Command: commandLine(args)}
 	rep.Machine = machine()
 	rep.Machine.LoadBefore = loadavg()
 
 	p := &plan{Pairs: *pairs, Ns: ns, Reps: *reps, ParallelStock: *withStock, Timeout: *timeout, KeepLogs: *keepLogs, Only: map[string]bool{}}
+	if *budget > 0 {
+		p.Deadline = time.Now().Add(*budget)
+	}
 	for _, s := range strings.Split(*only, ",") {
 		p.Only[strings.TrimSpace(s)] = true
 	}
@@ -355,6 +367,11 @@ func worker(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if !p.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, p.Deadline)
+		defer cancel()
+	}
 
 	res := &result{}
 	if own, err := os.ReadFile("/proc/self/cgroup"); err == nil {
@@ -440,7 +457,10 @@ func worker(args []string) int {
 		}
 		res.Parallel = &pr
 	}
-	if ctx.Err() != nil {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		res.Errors = append(res.Errors, fmt.Sprintf("out of time: -budget ran out at %s UTC; what was not finished by then is missing from the report", p.Deadline.UTC().Format("15:04:05")))
+	case ctx.Err() != nil:
 		res.Errors = append(res.Errors, "interrupted: "+ctx.Err().Error())
 	}
 	return 0
@@ -448,25 +468,46 @@ func worker(args []string) int {
 
 func render(args []string) int {
 	fs := flag.NewFlagSet("render", flag.ExitOnError)
-	in := fs.String("in", "out/bench/report.json", "report to render")
+	in := fs.String("in", "out/bench/report.json", "report to render: make bench's merged one, or one host's")
 	docs := fs.String("docs", "", "also update this markdown file between its cgbench markers")
-	section := fs.String("section", "host", "which marked section of -docs to replace (host, vm-v2)")
+	section := fs.String("section", "host", "for one host's report: which marked section of -docs to replace (host, vm-v2)")
 	fs.Parse(args)
-	data, err := os.ReadFile(*in)
-	if err != nil {
+	fail := func(err error) int {
 		fmt.Fprintf(os.Stderr, "cgbench render: %v\n", err)
 		return 1
 	}
+	data, err := os.ReadFile(*in)
+	if err != nil {
+		return fail(err)
+	}
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return fail(fmt.Errorf("%s: %w", *in, err))
+	}
+	if head.Schema == bench.SuiteSchema {
+		var s bench.Suite
+		if err := json.Unmarshal(data, &s); err != nil {
+			return fail(fmt.Errorf("%s: %w", *in, err))
+		}
+		s.Evaluate()
+		if *docs != "" {
+			if err := updateSuiteDocs(&s, *docs); err != nil {
+				return fail(err)
+			}
+		}
+		s.Markdown(os.Stdout)
+		return 0
+	}
 	var rep bench.Report
 	if err := json.Unmarshal(data, &rep); err != nil {
-		fmt.Fprintf(os.Stderr, "cgbench render: %s: %v\n", *in, err)
-		return 1
+		return fail(fmt.Errorf("%s: %w", *in, err))
 	}
 	rep.Evaluate()
 	if *docs != "" {
 		if err := updateDocs(&rep, *docs, *section); err != nil {
-			fmt.Fprintf(os.Stderr, "cgbench render: %v\n", err)
-			return 1
+			return fail(err)
 		}
 	}
 	rep.Markdown(os.Stdout)
@@ -500,23 +541,30 @@ func writeReport(rep *bench.Report, outDir, docs, section string) error {
 }
 
 // Markers delimit a generated section of docs/BENCHMARKS.md ("host" for
-// this machine, "vm-v2" for the VM run); the prose around them is kept.
+// this machine, "vm-v2" for the VM run, "conformance"); the prose around
+// them is kept.
 func marks(section string) (begin, end string) {
 	return "<!-- BEGIN cgbench report " + section + ": generated by cgbench, do not edit -->",
 		"<!-- END cgbench report " + section + " -->"
 }
 
 func updateDocs(rep *bench.Report, path, section string) error {
-	beginMark, endMark := marks(section)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n\nReproduce with `%s` (as root).\n\n", beginMark, rep.Command)
+	fmt.Fprintf(&b, "Reproduce with `%s` (as root).\n\n", rep.Command)
 	rep.Markdown(&b)
-	b.WriteString("\n" + endMark)
+	return replaceMarked(path, section, b.String())
+}
+
+// replaceMarked puts body between the markers of section in the markdown
+// file at path (a new file holds just that section).
+func replaceMarked(path, section, body string) error {
+	beginMark, endMark := marks(section)
+	block := beginMark + "\n\n" + strings.TrimRight(body, "\n") + "\n\n" + endMark
 	old, err := os.ReadFile(path)
 	var doc string
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		doc = "# Benchmarks\n\n" + b.String() + "\n"
+		doc = "# Benchmarks\n\n" + block + "\n"
 	case err != nil:
 		return err
 	default:
@@ -525,7 +573,7 @@ func updateDocs(rep *bench.Report, path, section string) error {
 		if i < 0 || j < i {
 			return fmt.Errorf("%s has no %q … %q markers: add them where the tables go", path, beginMark, endMark)
 		}
-		doc = s[:i] + b.String() + s[j+len(endMark):]
+		doc = s[:i] + block + s[j+len(endMark):]
 	}
 	return os.WriteFile(path, []byte(doc), 0o644)
 }
@@ -585,12 +633,14 @@ func copyExec(src, dst string) error {
 	return out.Close()
 }
 
-func commandLine() string {
-	args := append([]string{"go run ./cmd/cgbench"}, os.Args[1:]...)
+// commandLine is how this program was run with args: "go run
+// ./cmd/cgbench …" when go run built it, else its own name.
+func commandLine(args []string) string {
+	full := append([]string{"go run ./cmd/cgbench"}, args...)
 	if exe, err := os.Executable(); err == nil && !strings.Contains(exe, "go-build") {
-		args[0] = os.Args[0]
+		full[0] = os.Args[0]
 	}
-	return strings.Join(args, " ")
+	return strings.Join(full, " ")
 }
 
 func machine() bench.Machine {

@@ -1,0 +1,193 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// SuiteSchema names the format of make bench's merged report.
+const SuiteSchema = "cgbench-suite/v1"
+
+// Suite is out/bench/report.json as make bench writes it: one section per
+// host mode (this host, then each VM), each holding the report cgbench
+// wrote there, and the conformance wall times of every mode.
+type Suite struct {
+	Schema   string    `json:"schema"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Command reproduces the whole suite.
+	Command     string            `json:"command"`
+	Sections    []Section         `json:"sections"`
+	Conformance []ConformanceWall `json:"conformance"`
+}
+
+// Section is one host mode's run of cgbench.
+type Section struct {
+	// Name is also the docs/BENCHMARKS.md marker: "host", "vm-v2".
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	// Where says how it ran: this machine, or the VM's accelerator and size.
+	Where       string  `json:"where"`
+	Dir         string  `json:"dir"`
+	Seconds     float64 `json:"seconds"`
+	BootSeconds float64 `json:"bootSeconds,omitempty"`
+	// HostLoad is the build machine's load while the section ran.
+	HostLoad *HostLoad `json:"hostLoad,omitempty"`
+	// Exit is cgbench's exit status (-1: it never told).
+	Exit   int     `json:"exit"`
+	Report *Report `json:"report,omitempty"`
+	// Problem says why the report is missing or incomplete.
+	Problem string `json:"problem,omitempty"`
+}
+
+// LoadSample is one look at the build machine.
+type LoadSample struct {
+	Load1 float64 `json:"load1"`
+	// OtherQEMU counts QEMU processes that are not this run's.
+	OtherQEMU int `json:"otherQemu"`
+}
+
+// HostLoad sums up the samples taken while a section ran.
+type HostLoad struct {
+	Samples int     `json:"samples"`
+	Every   float64 `json:"everySeconds"`
+	NProc   int     `json:"nproc"`
+	// Own is the load this section adds by itself (a VM's vCPUs under
+	// TCG), subtracted before judging contention.
+	Own   int     `json:"own"`
+	Load1 Summary `json:"load1"`
+	// WithOtherQEMU counts the samples that saw another QEMU VM;
+	// MaxOtherQEMU is the most seen at once.
+	WithOtherQEMU int  `json:"samplesWithOtherQemu"`
+	MaxOtherQEMU  int  `json:"maxOtherQemu"`
+	Contended     bool `json:"contended"`
+}
+
+// SummarizeLoad judges a section's samples: contended when another QEMU VM
+// ran during any sample, or when the median 1-minute load average, less
+// own, exceeded the CPU count.
+func SummarizeLoad(samples []LoadSample, every time.Duration, nproc, own int) (*HostLoad, error) {
+	h := &HostLoad{Samples: len(samples), Every: every.Seconds(), NProc: nproc, Own: own}
+	var loads []float64
+	for _, s := range samples {
+		loads = append(loads, s.Load1)
+		if s.OtherQEMU > 0 {
+			h.WithOtherQEMU++
+		}
+		h.MaxOtherQEMU = max(h.MaxOtherQEMU, s.OtherQEMU)
+	}
+	var err error
+	if h.Load1, err = Summarize(loads); err != nil {
+		return nil, err
+	}
+	h.Contended = h.WithOtherQEMU > 0 || h.Load1.Median-float64(own) > float64(nproc)
+	return h, nil
+}
+
+// Describe says in one sentence how busy the machine was.
+func (h *HostLoad) Describe() string {
+	verdict := "not contended"
+	if h.Contended {
+		verdict = "**contended**"
+	}
+	own := ""
+	if h.Own > 0 {
+		own = fmt.Sprintf(", about %d of it this section's own VM", h.Own)
+	}
+	qemu := "no other QEMU VM seen"
+	if h.WithOtherQEMU > 0 {
+		qemu = fmt.Sprintf("another QEMU VM running in %d of %d samples (at most %d at once)", h.WithOtherQEMU, h.Samples, h.MaxOtherQEMU)
+	}
+	return fmt.Sprintf("Build machine while it ran (%d samples, every %.0f s): 1-minute load average median %.1f, max %.1f on %d CPUs%s; %s: %s.",
+		h.Samples, h.Every, h.Load1.Median, h.Load1.Max, h.NProc, own, qemu, verdict)
+}
+
+// Evaluate fills every section's targets.
+func (s *Suite) Evaluate() {
+	for i := range s.Sections {
+		if r := s.Sections[i].Report; r != nil {
+			r.Evaluate()
+		}
+	}
+}
+
+// Failures lists what makes make bench exit 1: sections without a report
+// and every failed run inside a report.
+func (s *Suite) Failures() []string {
+	var out []string
+	for _, sec := range s.Sections {
+		if sec.Problem != "" {
+			out = append(out, sec.Name+": "+firstLine(sec.Problem))
+		}
+		if sec.Report == nil {
+			if sec.Problem == "" {
+				out = append(out, sec.Name+": no report")
+			}
+			continue
+		}
+		for _, e := range sec.Report.Errors {
+			out = append(out, sec.Name+": "+e)
+		}
+		if sec.Exit != 0 && len(sec.Report.Errors) == 0 && sec.Problem == "" {
+			out = append(out, fmt.Sprintf("%s: cgbench exited %d", sec.Name, sec.Exit))
+		}
+	}
+	return out
+}
+
+// Markdown writes every section (with level-2 headings) and the
+// conformance wall times.
+func (s *Suite) Markdown(w io.Writer) {
+	fmt.Fprintf(w, "Ran %s – %s UTC, %s in all.\n", s.Started.UTC().Format("2006-01-02 15:04"), s.Finished.UTC().Format("15:04"),
+		s.Finished.Sub(s.Started).Round(time.Minute))
+	for i := range s.Sections {
+		fmt.Fprintf(w, "\n## %s\n\n", s.Sections[i].Title)
+		s.Sections[i].Markdown(w)
+	}
+	if len(s.Conformance) > 0 {
+		fmt.Fprintf(w, "\n## Conformance run, wall time per host mode\n\n")
+		ConformanceMarkdown(w, s.Conformance)
+	}
+}
+
+// Markdown writes one section: where and how long it ran, then its report.
+func (sec *Section) Markdown(w io.Writer) {
+	took := seconds(sec.Seconds).Round(time.Second).String()
+	if sec.BootSeconds > 0 {
+		took += fmt.Sprintf(" (boot %.0f s)", sec.BootSeconds)
+	}
+	fmt.Fprintf(w, "%s; took %s.", sec.Where, took)
+	if sec.HostLoad != nil {
+		fmt.Fprintf(w, " %s", sec.HostLoad.Describe())
+	}
+	fmt.Fprintln(w)
+	if sec.Report != nil && sec.Report.Command != "" {
+		fmt.Fprintf(w, "\ncgbench ran as `%s`.\n", sec.Report.Command)
+	}
+	if sec.Problem != "" {
+		fmt.Fprintf(w, "\n**Incomplete:** %s\n", cell(sec.Problem))
+	}
+	if sec.Report != nil {
+		fmt.Fprintln(w)
+		sec.Report.Markdown(w)
+	}
+}
+
+// ConformanceMarkdown writes the wall-time table of the conformance runs.
+func ConformanceMarkdown(w io.Writer, walls []ConformanceWall) {
+	fmt.Fprintf(w, "| mode | wall s | results | status | source |\n|---|---|---|---|---|\n")
+	for _, c := range walls {
+		secs, results := "not measured", ""
+		if c.Seconds > 0 {
+			secs = fmt.Sprintf("%.1f", c.Seconds)
+		}
+		if c.Results > 0 {
+			results = fmt.Sprint(c.Results)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | `%s` |\n", c.Mode, secs, results, cell(strings.TrimSpace(c.Status+" "+c.Note)), c.Source)
+	}
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -1,0 +1,81 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSummarizeLoad(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		samples   []LoadSample
+		own       int
+		median    float64
+		contended bool
+		says      string
+	}{
+		{"quiet", []LoadSample{{Load1: 0.5}, {Load1: 1.5}, {Load1: 1}}, 0, 1, false, "not contended"},
+		{"busy", []LoadSample{{Load1: 3}, {Load1: 2.5}, {Load1: 4}}, 0, 3, true, "median 3.0, max 4.0 on 2 CPUs; no other QEMU VM seen: **contended**"},
+		// The VM's own two vCPUs are not contention.
+		{"own VM only", []LoadSample{{Load1: 3}, {Load1: 3.5}, {Load1: 4}}, 2, 3.5, false, "about 2 of it this section's own VM"},
+		{"another VM", []LoadSample{{Load1: 1}, {Load1: 1, OtherQEMU: 1}, {Load1: 1, OtherQEMU: 2}, {Load1: 1}}, 0, 1, true, "another QEMU VM running in 2 of 4 samples (at most 2 at once)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := SummarizeLoad(tc.samples, 30*time.Second, 2, tc.own)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Load1.Median != tc.median || h.Contended != tc.contended || h.Samples != len(tc.samples) {
+				t.Errorf("got median %v contended %v samples %d; want %v %v %d", h.Load1.Median, h.Contended, h.Samples, tc.median, tc.contended, len(tc.samples))
+			}
+			if d := h.Describe(); !strings.Contains(d, tc.says) {
+				t.Errorf("Describe() = %q, want it to say %q", d, tc.says)
+			}
+		})
+	}
+	if _, err := SummarizeLoad(nil, time.Second, 2, 0); err == nil {
+		t.Error("no samples summed up without an error")
+	}
+}
+
+func TestSuiteFailuresAndMarkdown(t *testing.T) {
+	ok := &Report{Machine: Machine{CgroupMode: "hybrid"}, Command: "cgbench -pairs 20"}
+	failed := &Report{Machine: Machine{CgroupMode: "cgroup-v2"}, Errors: []string{"parallel: 2 start failures"}}
+	s := &Suite{
+		Started:  time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC),
+		Finished: time.Date(2026, 12, 2, 16, 10, 0, 0, time.UTC),
+		Sections: []Section{
+			{Name: "host", Title: "This host (hybrid)", Where: "This machine", Seconds: 900, Report: ok},
+			{Name: "vm-v2", Title: "cgroup v2 VM", Where: "QEMU TCG VM", Seconds: 3000, BootSeconds: 9, Exit: 1, Report: failed},
+			{Name: "vm-v1", Title: "cgroup v1 VM", Exit: -1, Problem: "the VM was killed at its 1h0m0s time limit; last 2 console lines:\n  | a\n  | b"},
+			{Name: "vm-hybrid", Title: "cgroup hybrid VM", Exit: 1, Report: ok},
+		},
+		Conformance: []ConformanceWall{{Mode: "v2 (VM)", Source: "m.json", Seconds: 117.4, Results: 32, Status: "reported"}},
+	}
+	want := []string{
+		"vm-v2: parallel: 2 start failures",
+		"vm-v1: the VM was killed at its 1h0m0s time limit; last 2 console lines:",
+		"vm-hybrid: cgbench exited 1",
+	}
+	got := s.Failures()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Failures() =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var b strings.Builder
+	s.Markdown(&b)
+	md := b.String()
+	for _, w := range []string{
+		"Ran 2026-12-02 15:00 – 16:10 UTC, 1h10m0s in all.",
+		"## This host (hybrid)\n\nThis machine; took 15m0s.",
+		"cgbench ran as `cgbench -pairs 20`.",
+		"## cgroup v2 VM\n\nQEMU TCG VM; took 50m0s (boot 9 s).",
+		"**Incomplete:** the VM was killed at its 1h0m0s time limit; last 2 console lines:   \\| a   \\| b",
+		"## Conformance run, wall time per host mode",
+		"| v2 (VM) | 117.4 | 32 | reported | `m.json` |",
+	} {
+		if !strings.Contains(md, w) {
+			t.Errorf("markdown lacks %q:\n%s", w, md)
+		}
+	}
+}

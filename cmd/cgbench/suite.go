@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/runsc-cgroups/cgconform/bench"
+	"github.com/runsc-cgroups/cgconform/bench/vmbench"
+	"github.com/runsc-cgroups/cgconform/ci/vmimage"
+	"github.com/runsc-cgroups/cgconform/ci/vmrun"
+)
+
+// The defaults of make bench, sized so that it ends in bounded time on a
+// 2-core machine without KVM (docs/BENCHMARKS.md has the measured times).
+const (
+	defaultHostArgs = "-pairs 20 -parallel-reps 2 -budget 45m"
+	// Under TCG one sandbox lifecycle takes 4-15 s, with the machine's
+	// load: the VM runs every variant and the collision, but one round of
+	// the nested parallel sweep only, without stock's reference sweep, and
+	// gives each runtime command 20 minutes.
+	defaultVMArgs = "-pairs 20 -parallel 1,8,32,64 -parallel-reps 1 -parallel-stock=false -timeout 20m"
+)
+
+// suite is make bench: cgbench on this host, then in a VM per -vm mode, and
+// one report of all of them.
+func suite(args []string) int {
+	fs := flag.NewFlagSet("cgbench suite", flag.ExitOnError)
+	out := fs.String("out", "out/bench", "folder for the merged report.json and report.md; each host mode's run goes to a folder inside (host, vm-v2)")
+	host := fs.Bool("host", true, "measure this host")
+	hostArgs := fs.String("host-args", defaultHostArgs, "cgbench flags for this host's run, blank-separated")
+	vms := fs.String("vm", "v2", "cgroup modes to measure in a QEMU VM each, comma-separated (v1, hybrid, v2); empty: none")
+	vmArgs := fs.String("vm-args", defaultVMArgs, "cgbench flags in the VMs, blank-separated")
+	vmTimeout := fs.Duration("vm-timeout", 110*time.Minute, "time limit of each VM; cgbench in it gets -budget 10m less, to report before the limit")
+	vmMem := fs.Int("vm-mem", 8192, "VM memory in MiB (64 sandboxes need about 4 GiB)")
+	vmCPUs := fs.Int("vm-cpus", 2, "vCPUs per VM")
+	accel := fs.String("accel", "auto", "kvm, tcg, or auto (kvm when /dev/kvm is usable)")
+	cache := fs.String("cache", "out/cache/vm", "the matrix's image cache (kernel, busybox initramfs)")
+	kernelPkg := fs.String("kernel-pkg", vmimage.DefaultKernelPkg, "Debian kernel package the VMs boot")
+	stock := fs.String("stock", "bin/runsc-stock", "baseline runsc")
+	patched := fs.String("patched", "bin/runsc-patched", "candidate runsc (the series applied)")
+	hostReport := fs.String("conformance-report", "out/conformance/report.json", "harness report of this host, for the conformance wall times")
+	matrixReport := fs.String("matrix-report", "out/matrix/report.json", "VM matrix report, for the conformance wall times")
+	docs := fs.String("docs", "", "also update this markdown file (docs/BENCHMARKS.md) between its cgbench markers")
+	every := fs.Duration("sample", 30*time.Second, "how often to sample the build machine's load")
+	fs.Parse(args)
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "cgbench suite: unexpected arguments %q; see -help\n", fs.Args())
+		return 2
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "cgbench suite: %v\n", err)
+		return 1
+	}
+	if os.Geteuid() != 0 {
+		return fail(errors.New("needs root (runsc, cgroups and the VM's disks): run it as root, e.g. sudo make bench"))
+	}
+	kvm, err := vmrun.UseKVM(*accel)
+	if err != nil {
+		return fail(err)
+	}
+	outDir, err := filepath.Abs(*out)
+	if err != nil {
+		return fail(err)
+	}
+	for _, p := range []*string{stock, patched, cache} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return fail(err)
+		}
+	}
+	for _, b := range []string{*stock, *patched} {
+		if _, err := os.Stat(b); err != nil {
+			return fail(fmt.Errorf("%w (build both with make runsc)", err))
+		}
+	}
+	var modes []string
+	for _, m := range strings.Split(*vms, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			modes = append(modes, m)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	s := &bench.Suite{Schema: bench.SuiteSchema, Started: time.Now().UTC(), Command: commandLine(append([]string{"suite"}, args...))}
+	steps := len(modes)
+	if *host {
+		steps++
+	}
+	step := 0
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "cgbench suite: [%d/%d] "+format+"\n", append([]any{step, steps}, args...)...)
+	}
+	if *host {
+		step++
+		dir := filepath.Join(outDir, "host")
+		logf("this host: cgbench %s -out %s", *hostArgs, dir)
+		sampler := startSampler(*every)
+		start := time.Now()
+		code := measure(append(strings.Fields(*hostArgs), "-out", dir, "-stock", *stock, "-patched", *patched,
+			"-conformance-report=", "-matrix-report="))
+		sec := bench.Section{Name: "host", Title: "This host", Dir: dir, Exit: code, Seconds: time.Since(start).Seconds(),
+			HostLoad: sampler.stop(runtime.NumCPU(), 0)}
+		sec.Report, sec.Problem = readReport(filepath.Join(dir, "report.json"))
+		if r := sec.Report; r != nil {
+			sec.Title = fmt.Sprintf("This host (%s)", r.Machine.CgroupMode)
+			sec.Where = fmt.Sprintf("This machine, `%s`", r.Machine.Hostname)
+		}
+		s.Sections = append(s.Sections, sec)
+		logf("this host: done in %s, cgbench exit %d", time.Since(start).Round(time.Second), code)
+	}
+	for _, mode := range modes {
+		step++
+		if ctx.Err() != nil {
+			break
+		}
+		s.Sections = append(s.Sections, runVM(ctx, vmbench.Options{
+			Mode: mode, CacheDir: *cache, KernelPkg: *kernelPkg, Dir: filepath.Join(outDir, "vm-"+mode),
+			Stock: *stock, Patched: *patched, Args: strings.Fields(*vmArgs),
+			CPUs: *vmCPUs, MemoryMiB: *vmMem, KVM: kvm, Timeout: *vmTimeout, Log: os.Stderr,
+		}, *every, logf))
+	}
+	if err := ctx.Err(); err != nil {
+		s.Sections = append(s.Sections, bench.Section{Name: "interrupted", Title: "Interrupted", Exit: -1, Problem: "the suite was interrupted: " + err.Error()})
+	}
+	s.Conformance = bench.ConformanceWalls(*hostReport, *matrixReport)
+	s.Finished = time.Now().UTC()
+	s.Evaluate()
+	if err := writeSuite(s, outDir, *docs); err != nil {
+		return fail(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(outDir, "report.md"))
+	os.Stdout.Write(md)
+	if bad := s.Failures(); len(bad) > 0 {
+		fmt.Fprintf(os.Stderr, "cgbench suite: %d failure(s), see %s/report.md:\n  %s\n", len(bad), outDir, strings.Join(bad, "\n  "))
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "cgbench suite: wrote %s/report.{json,md} in %s\n", outDir, s.Finished.Sub(s.Started).Round(time.Second))
+	return 0
+}
+
+// runVM measures one VM mode; whatever goes wrong becomes the section's
+// Problem.
+func runVM(ctx context.Context, o vmbench.Options, every time.Duration, logf func(string, ...any)) bench.Section {
+	sec := bench.Section{Name: "vm-" + o.Mode, Title: fmt.Sprintf("cgroup %s VM", o.Mode), Where: "QEMU VM, mode " + o.Mode, Dir: o.Dir, Exit: -1}
+	exe, err := os.Executable()
+	if err != nil {
+		sec.Problem = err.Error()
+		return sec
+	}
+	o.Cgbench = exe
+	logf("%s VM: cgbench %s", o.Mode, strings.Join(o.Args, " "))
+	sampler := startSampler(every)
+	start := time.Now()
+	res, err := vmbench.Run(ctx, o)
+	sec.Seconds = time.Since(start).Seconds()
+	sec.HostLoad = sampler.stop(runtime.NumCPU(), o.CPUs)
+	if err != nil {
+		sec.Problem = err.Error()
+		logf("%s VM: %v", o.Mode, err)
+		return sec
+	}
+	sec.Where, sec.Exit, sec.BootSeconds, sec.Problem = res.Where, res.Exit, res.Boot.Seconds(), res.Problem
+	if res.Report != nil {
+		var r bench.Report
+		if err := json.Unmarshal(res.Report, &r); err != nil {
+			sec.Problem = strings.TrimSpace(sec.Problem + "\nthe VM's report.json is unreadable: " + err.Error())
+		} else {
+			sec.Report = &r
+		}
+	}
+	logf("%s VM: done in %s, cgbench exit %d", o.Mode, time.Since(start).Round(time.Second), res.Exit)
+	return sec
+}
+
+func readReport(path string) (*bench.Report, string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "no report: " + err.Error()
+	}
+	var r bench.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Sprintf("%s is unreadable: %v", path, err)
+	}
+	return &r, ""
+}
+
+func writeSuite(s *bench.Suite, outDir, docs string) error {
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(outDir, "report.json"), data, 0o644); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# cgbench: runsc-patched vs runsc-stock, per host mode\n\nReproduce: `make bench` (`%s`), as root.\n\n", s.Command)
+	s.Markdown(&b)
+	if err := os.WriteFile(filepath.Join(outDir, "report.md"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	if docs != "" {
+		return updateSuiteDocs(s, docs)
+	}
+	return nil
+}
+
+// updateSuiteDocs replaces each section's marked part of the docs, and the
+// conformance part.
+func updateSuiteDocs(s *bench.Suite, path string) error {
+	for i := range s.Sections {
+		sec := &s.Sections[i]
+		if sec.Report == nil && sec.Problem == "" {
+			continue
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "Reproduce with `make bench` (`%s`), as root.\n\n", s.Command)
+		sec.Markdown(&b)
+		if err := replaceMarked(path, sec.Name, b.String()); err != nil {
+			return err
+		}
+	}
+	var b strings.Builder
+	bench.ConformanceMarkdown(&b, s.Conformance)
+	return replaceMarked(path, "conformance", b.String())
+}
+
+// loadSampler looks at the build machine every so often while a section
+// runs: its load average and the QEMU processes that are not ours.
+type loadSampler struct {
+	every   time.Duration
+	mu      sync.Mutex
+	samples []bench.LoadSample
+	quit    chan struct{}
+	done    chan struct{}
+}
+
+func startSampler(every time.Duration) *loadSampler {
+	s := &loadSampler{every: every, quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			s.take()
+			select {
+			case <-t.C:
+			case <-s.quit:
+				return
+			}
+		}
+	}()
+	return s
+}
+
+func (s *loadSampler) take() {
+	sample := bench.LoadSample{OtherQEMU: otherQEMU(os.Getpid())}
+	if f := strings.Fields(loadavg()); len(f) > 0 {
+		sample.Load1, _ = strconv.ParseFloat(f[0], 64)
+	}
+	s.mu.Lock()
+	s.samples = append(s.samples, sample)
+	s.mu.Unlock()
+}
+
+// stop takes a last sample and sums them up; own is the load the section
+// adds by itself (a VM's vCPUs).
+func (s *loadSampler) stop(nproc, own int) *bench.HostLoad {
+	close(s.quit)
+	<-s.done
+	s.take()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, err := bench.SummarizeLoad(s.samples, s.every, nproc, own)
+	if err != nil {
+		return nil
+	}
+	return h
+}
+
+// otherQEMU counts the qemu-system processes whose parent is not self: the
+// VMs of other runs on this machine.
+func otherQEMU(self int) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err != nil || !strings.HasPrefix(string(comm), "qemu-system") {
+			continue
+		}
+		if ppid(e.Name()) != self {
+			n++
+		}
+	}
+	return n
+}
+
+// ppid reads the parent PID from /proc/PID/stat (after the last ')', as
+// the command name may hold anything).
+func ppid(pid string) int {
+	data, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return -1
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 {
+		return -1
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}
