@@ -79,10 +79,17 @@ func suite(args []string) int {
 			return fail(err)
 		}
 	}
-	for _, b := range []string{*stock, *patched} {
-		if _, err := os.Stat(b); err != nil {
-			return fail(fmt.Errorf("%w (build both with make runsc)", err))
+	// Every section measures the same two files, even if make runsc
+	// replaces bin/ meanwhile: copies, with their build stamps.
+	for _, b := range []*string{stock, patched} {
+		cp := filepath.Join(outDir, "bin", filepath.Base(*b))
+		if err := copyExec(*b, cp); err != nil {
+			return fail(fmt.Errorf("copying %s for the run (build both with make runsc): %w", *b, err))
 		}
+		if st, err := os.ReadFile(*b + ".stamp"); err == nil {
+			os.WriteFile(cp+".stamp", st, 0o644)
+		}
+		*b = cp
 	}
 	var modes []string
 	for _, m := range strings.Split(*vms, ",") {
