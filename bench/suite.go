@@ -54,22 +54,21 @@ type HostLoad struct {
 	Samples int     `json:"samples"`
 	Every   float64 `json:"everySeconds"`
 	NProc   int     `json:"nproc"`
-	// Own is the load this section adds by itself (a VM's vCPUs under
-	// TCG), subtracted before judging contention.
-	Own   int     `json:"own"`
+	// Load1 is the 1-minute load average, the section's own sandboxes and
+	// VM included: it says how busy the machine was, not who made it so.
 	Load1 Summary `json:"load1"`
 	// WithOtherQEMU counts the samples that saw another QEMU VM;
 	// MaxOtherQEMU is the most seen at once.
-	WithOtherQEMU int  `json:"samplesWithOtherQemu"`
-	MaxOtherQEMU  int  `json:"maxOtherQemu"`
-	Contended     bool `json:"contended"`
+	WithOtherQEMU int `json:"samplesWithOtherQemu"`
+	MaxOtherQEMU  int `json:"maxOtherQemu"`
+	// Contended: another QEMU VM ran during the section. Other load (a
+	// build) is not told apart from the section's own; Load1 shows it.
+	Contended bool `json:"contended"`
 }
 
-// SummarizeLoad judges a section's samples: contended when another QEMU VM
-// ran during any sample, or when the median 1-minute load average, less
-// own, exceeded the CPU count.
-func SummarizeLoad(samples []LoadSample, every time.Duration, nproc, own int) (*HostLoad, error) {
-	h := &HostLoad{Samples: len(samples), Every: every.Seconds(), NProc: nproc, Own: own}
+// SummarizeLoad sums up a section's samples.
+func SummarizeLoad(samples []LoadSample, every time.Duration, nproc int) (*HostLoad, error) {
+	h := &HostLoad{Samples: len(samples), Every: every.Seconds(), NProc: nproc}
 	var loads []float64
 	for _, s := range samples {
 		loads = append(loads, s.Load1)
@@ -82,33 +81,29 @@ func SummarizeLoad(samples []LoadSample, every time.Duration, nproc, own int) (*
 	if h.Load1, err = Summarize(loads); err != nil {
 		return nil, err
 	}
-	h.Contended = h.WithOtherQEMU > 0 || h.Load1.Median-float64(own) > float64(nproc)
+	h.Contended = h.WithOtherQEMU > 0
 	return h, nil
 }
 
 // Describe says in one sentence how busy the machine was.
 func (h *HostLoad) Describe() string {
-	verdict := "not contended"
-	if h.Contended {
-		verdict = "**contended**"
-	}
-	own := ""
-	if h.Own > 0 {
-		own = fmt.Sprintf(", about %d of it this section's own VM", h.Own)
-	}
 	qemu := "no other QEMU VM seen"
-	if h.WithOtherQEMU > 0 {
-		qemu = fmt.Sprintf("another QEMU VM running in %d of %d samples (at most %d at once)", h.WithOtherQEMU, h.Samples, h.MaxOtherQEMU)
+	if h.Contended {
+		qemu = fmt.Sprintf("**contended**: another QEMU VM ran in %d of %d samples (at most %d at once)", h.WithOtherQEMU, h.Samples, h.MaxOtherQEMU)
 	}
-	return fmt.Sprintf("Build machine while it ran (%d samples, every %.0f s): 1-minute load average median %.1f, max %.1f on %d CPUs%s; %s: %s.",
-		h.Samples, h.Every, h.Load1.Median, h.Load1.Max, h.NProc, own, qemu, verdict)
+	return fmt.Sprintf("Build machine while it ran (%d samples, every %.0f s): 1-minute load average median %.1f, max %.1f on %d CPUs, this section's own work included; %s.",
+		h.Samples, h.Every, h.Load1.Median, h.Load1.Max, h.NProc, qemu)
 }
 
-// Evaluate fills every section's targets.
+// Evaluate judges every section again from its measurements: targets and
+// contention.
 func (s *Suite) Evaluate() {
 	for i := range s.Sections {
 		if r := s.Sections[i].Report; r != nil {
 			r.Evaluate()
+		}
+		if h := s.Sections[i].HostLoad; h != nil {
+			h.Contended = h.WithOtherQEMU > 0
 		}
 	}
 }

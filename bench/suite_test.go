@@ -10,19 +10,19 @@ func TestSummarizeLoad(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		samples   []LoadSample
-		own       int
 		median    float64
 		contended bool
 		says      string
 	}{
-		{"quiet", []LoadSample{{Load1: 0.5}, {Load1: 1.5}, {Load1: 1}}, 0, 1, false, "not contended"},
-		{"busy", []LoadSample{{Load1: 3}, {Load1: 2.5}, {Load1: 4}}, 0, 3, true, "median 3.0, max 4.0 on 2 CPUs; no other QEMU VM seen: **contended**"},
-		// The VM's own two vCPUs are not contention.
-		{"own VM only", []LoadSample{{Load1: 3}, {Load1: 3.5}, {Load1: 4}}, 2, 3.5, false, "about 2 of it this section's own VM"},
-		{"another VM", []LoadSample{{Load1: 1}, {Load1: 1, OtherQEMU: 1}, {Load1: 1, OtherQEMU: 2}, {Load1: 1}}, 0, 1, true, "another QEMU VM running in 2 of 4 samples (at most 2 at once)"},
+		{"quiet", []LoadSample{{Load1: 0.5}, {Load1: 1.5}, {Load1: 1}}, 1, false,
+			"(3 samples, every 30 s): 1-minute load average median 1.0, max 1.5 on 2 CPUs, this section's own work included; no other QEMU VM seen."},
+		// Load alone may be the section's own sandboxes: not contention.
+		{"busy by itself", []LoadSample{{Load1: 3}, {Load1: 2.5}, {Load1: 180}}, 3, false, "median 3.0, max 180.0"},
+		{"another VM", []LoadSample{{Load1: 1}, {Load1: 1, OtherQEMU: 1}, {Load1: 1, OtherQEMU: 2}, {Load1: 1}}, 1, true,
+			"**contended**: another QEMU VM ran in 2 of 4 samples (at most 2 at once)."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := SummarizeLoad(tc.samples, 30*time.Second, 2, tc.own)
+			h, err := SummarizeLoad(tc.samples, 30*time.Second, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -34,7 +34,7 @@ func TestSummarizeLoad(t *testing.T) {
 			}
 		})
 	}
-	if _, err := SummarizeLoad(nil, time.Second, 2, 0); err == nil {
+	if _, err := SummarizeLoad(nil, time.Second, 2); err == nil {
 		t.Error("no samples summed up without an error")
 	}
 }

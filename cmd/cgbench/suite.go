@@ -118,7 +118,7 @@ func suite(args []string) int {
 		code := measure(append(strings.Fields(*hostArgs), "-out", dir, "-stock", *stock, "-patched", *patched,
 			"-conformance-report=", "-matrix-report="))
 		sec := bench.Section{Name: "host", Title: "This host", Dir: dir, Exit: code, Seconds: time.Since(start).Seconds(),
-			HostLoad: sampler.stop(runtime.NumCPU(), 0)}
+			HostLoad: sampler.stop(runtime.NumCPU())}
 		sec.Report, sec.Problem = readReport(filepath.Join(dir, "report.json"))
 		if r := sec.Report; r != nil {
 			sec.Title = fmt.Sprintf("This host (%s)", r.Machine.CgroupMode)
@@ -172,7 +172,7 @@ func runVM(ctx context.Context, o vmbench.Options, every time.Duration, logf fun
 	start := time.Now()
 	res, err := vmbench.Run(ctx, o)
 	sec.Seconds = time.Since(start).Seconds()
-	sec.HostLoad = sampler.stop(runtime.NumCPU(), o.CPUs)
+	sec.HostLoad = sampler.stop(runtime.NumCPU())
 	if err != nil {
 		sec.Problem = err.Error()
 		logf("%s VM: %v", o.Mode, err)
@@ -284,15 +284,14 @@ func (s *loadSampler) take() {
 	s.mu.Unlock()
 }
 
-// stop takes a last sample and sums them up; own is the load the section
-// adds by itself (a VM's vCPUs).
-func (s *loadSampler) stop(nproc, own int) *bench.HostLoad {
+// stop takes a last sample and sums them up.
+func (s *loadSampler) stop(nproc int) *bench.HostLoad {
 	close(s.quit)
 	<-s.done
 	s.take()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h, err := bench.SummarizeLoad(s.samples, s.every, nproc, own)
+	h, err := bench.SummarizeLoad(s.samples, s.every, nproc)
 	if err != nil {
 		return nil
 	}
