@@ -42,6 +42,9 @@ type Case struct {
 	// a cgroup turn threaded only while its parent has no populated domain
 	// child and no domain controller enabled, so a step cannot do it later.
 	CallerType string `json:"callerType,omitempty"`
+	// CallerMount "read-only" mounts the delegated pod's cgroup2 read-only,
+	// as a container runtime does for a pod whose cgroup is not delegated.
+	CallerMount string `json:"callerMount,omitempty"`
 	// Sandboxes the steps refer to by name.
 	Sandboxes []Sandbox `json:"sandboxes"`
 	// Steps run in order.
@@ -328,6 +331,14 @@ func (c *Case) Validate() error {
 		}
 		if !contains(c.Requires, "cgroup-v2") {
 			return fmt.Errorf("callerType: a threaded caller exists only on cgroup v2: add cgroup-v2 to requires")
+		}
+	}
+	if c.CallerMount != "" {
+		if c.CallerMount != "read-only" {
+			return fmt.Errorf("callerMount: %q is not supported (known: read-only)", c.CallerMount)
+		}
+		if len(c.Contexts) != 1 || c.Contexts[0] != "kubepods-delegated" {
+			return fmt.Errorf("callerMount: only the kubepods-delegated context mounts cgroup2 itself: set contexts: [kubepods-delegated]")
 		}
 	}
 	if len(c.Sandboxes) == 0 {

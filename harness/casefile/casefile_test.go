@@ -77,6 +77,7 @@ func TestParseBad(t *testing.T) {
 		{"absolute path outside case root", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "/abs/x"`, "must start with ${caseroot}/"},
 		{"unknown caller type", "contexts: [host, container]|contexts: [host, container]\ncallerType: domain", `callerType: "domain" is not supported`},
 		{"threaded caller needs v2", "contexts: [host, container]|contexts: [host, container]\ncallerType: threaded", "add cgroup-v2 to requires"},
+		{"read-only mount outside a pod", "contexts: [host, container]|contexts: [host, container]\ncallerMount: read-only", "only the kubepods-delegated context"},
 		{"missing purpose", "purpose: proves something|purpose: \"\"", "purpose: missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

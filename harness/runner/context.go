@@ -13,6 +13,7 @@ import (
 
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/ocispec"
+	"golang.org/x/sys/unix"
 )
 
 // setupContext builds the caller context below the case root.
@@ -51,6 +52,15 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 		cs.caller[h.Key] = caller
 		cs.joinDirs = append(cs.joinDirs, h.Dir(caller))
 	}
+	if strings.HasPrefix(cs.cx, "kubepods-") && r.host.SystemdPID1 {
+		// On a systemd host these are the containers' scopes, which runc's
+		// systemd driver starts with Delegate=yes ("assume scopes always
+		// support delegation"): systemd marks such a cgroup with
+		// trusted.delegate, and runsc --nested-cgroups looks for it.
+		if err := r.markDelegated(holders); err != nil {
+			return err
+		}
+	}
 	if cs.c.CallerType == "threaded" {
 		if err := r.makeThreaded(caller); err != nil {
 			return err
@@ -68,6 +78,22 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 		}
 		if anchor {
 			cs.nsAnchor = pid
+		}
+	}
+	return nil
+}
+
+// markDelegated sets trusted.delegate on the v2 cgroups rels, as systemd
+// does for a unit with Delegate=yes.
+func (r *Runner) markDelegated(rels []string) error {
+	for _, h := range r.host.Hierarchies {
+		if !h.V2 {
+			continue
+		}
+		for _, rel := range rels {
+			if err := unix.Setxattr(h.Dir(rel), "trusted.delegate", []byte("1"), 0); err != nil {
+				return fmt.Errorf("marking %s delegated (trusted.delegate): %w", h.Dir(rel), err)
+			}
 		}
 	}
 	return nil

@@ -78,6 +78,7 @@ func execInCgroup(args []string) int {
 	fs.Var(&join, "join", "cgroup directory to join (repeatable)")
 	newNS := fs.Bool("new-cgroupns", false, "exec in a new cgroup namespace rooted at the cgroups joined")
 	nsOf := fs.Int("cgroupns-of", 0, "run in the cgroup namespace of this PID and a new mount namespace with cgroup2 at /sys/fs/cgroup")
+	readOnly := fs.Bool("read-only", false, "with -cgroupns-of: mount cgroup2 read-only, as a pod without cgroup delegation sees it")
 	if err := fs.Parse(args); err != nil {
 		return 125
 	}
@@ -115,7 +116,11 @@ func execInCgroup(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 125
 	}
-	cmd := exec.Command(self, append([]string{mountCommand, "--"}, argv...)...)
+	mountArgs := []string{mountCommand}
+	if *readOnly {
+		mountArgs = append(mountArgs, "--read-only")
+	}
+	cmd := exec.Command(self, append(append(mountArgs, "--"), argv...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Run(); err != nil {
@@ -141,6 +146,11 @@ func enterCgroupns(pid int) error {
 }
 
 func mountAndExec(args []string) int {
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+	if len(args) > 0 && args[0] == "--read-only" {
+		flags |= unix.MS_RDONLY
+		args = args[1:]
+	}
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
@@ -157,7 +167,7 @@ func mountAndExec(args []string) int {
 	_ = unix.Unmount("/sys/fs/cgroup", unix.MNT_DETACH)
 	// Mounted from inside the new cgroup namespace, cgroup2 shows the
 	// namespace root (the caller's cgroup) as /, as in a delegated pod.
-	if err := unix.Mount("cgroup2", "/sys/fs/cgroup", "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+	if err := unix.Mount("cgroup2", "/sys/fs/cgroup", "cgroup2", flags, ""); err != nil {
 		fmt.Fprintf(os.Stderr, "cgconform: mounting cgroup2 at /sys/fs/cgroup: %v\n", err)
 		return 125
 	}

@@ -382,6 +382,9 @@ func (r *Runner) runCommand(ctx context.Context, cs *caseState, argv []string, t
 	}
 	if cs.cgroupns {
 		helper = append(helper, "--cgroupns-of", fmt.Sprint(cs.nsAnchor))
+		if cs.c.CallerMount == "read-only" {
+			helper = append(helper, "--read-only")
+		}
 	}
 	helper = append(helper, "--")
 	helper = append(helper, argv...)

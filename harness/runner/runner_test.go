@@ -115,3 +115,23 @@ func TestRunscProcs(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+func TestNestedLeavesExemptOnlyTheCallersLeaf(t *testing.T) {
+	r := &Runner{host: &cgroupfs.Host{Hierarchies: []cgroupfs.Hierarchy{{Key: "", V2: true}, {Key: "memory"}}}}
+	nested := &casefile.Sandbox{Name: "a", Options: []string{"nested-cgroups"}}
+	plain := &casefile.Sandbox{Name: "b"}
+	cs := &caseState{caller: map[string]string{"": "/t/c", "memory": "/t/c"}}
+
+	cs.order = []*instance{{sb: plain}}
+	if got := r.nestedLeaves(cs); len(got) != 0 {
+		t.Errorf("without nested-cgroups: exempt %v, want nothing", got)
+	}
+	cs.order = []*instance{{sb: plain}, {sb: nested}}
+	want := map[string]bool{"unified:/t/c/supervisor": true, "memory:/t/c/supervisor": true}
+	if diff := cmp.Diff(want, r.nestedLeaves(cs)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if r.nestedLeaves(cs)["unified:/t/c/supervisor/x"] {
+		t.Error("a cgroup beneath the leaf is exempt")
+	}
+}

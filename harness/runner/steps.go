@@ -19,6 +19,13 @@ import (
 
 const commandTimeout = 90 * time.Second
 
+// commandLimit is the hang guard of one runtime command, scaled with the
+// case bounds: under emulation (-time-scale 10) on a loaded 2-core host, one
+// of 32 parallel runsc creates in the systemd-v2 VM was still running at 90 s.
+func (r *Runner) commandLimit() time.Duration {
+	return time.Duration(float64(commandTimeout) * r.opt.TimeScale)
+}
+
 // doStep runs one step, records it and its failures.
 func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 	before := r.snapshot(cs)
@@ -128,7 +135,7 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 		if a == "create" {
 			in.before = r.snapshot(cs)
 		}
-		last = r.runCommand(ctx, cs, r.runtimeArgs(cs, in, a, st), commandTimeout)
+		last = r.runCommand(ctx, cs, r.runtimeArgs(cs, in, a, st), r.commandLimit())
 		total += last.dur
 		rec = record(last)
 		if last.exit == 0 && last.err == nil {
@@ -241,7 +248,7 @@ func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step,
 	}
 	burn := *st
 	burn.Args = []string{"/bin/timeout", fmt.Sprintf("%g", st.Seconds), "/bin/sh", "-c", "while :; do :; done"}
-	res := r.runCommand(ctx, cs, r.runtimeArgs(cs, in, "exec", &burn), commandTimeout)
+	res := r.runCommand(ctx, cs, r.runtimeArgs(cs, in, "exec", &burn), r.commandLimit())
 	sb1, c1, err := read()
 	if err != nil {
 		cs.fail(st.ID, "reading CPU usage: "+err.Error(), "")
