@@ -214,7 +214,13 @@ func (r *Runner) setupUnit(ctx context.Context, cs *caseState, delegate bool) er
 		if p, ok := cg[h.Key]; ok {
 			cs.caller[h.Key] = p
 			cs.joinDirs = append(cs.joinDirs, h.Dir(p))
-			cs.extra = append(cs.extra, h.Key+"\x00"+p)
+			// On a v1 host systemd places units in a few hierarchies only;
+			// in the others the unit's process sits in the root, which is
+			// not the harness's to scan or remove. What a runtime makes
+			// there carries the run token and is found by name.
+			if p != "/" {
+				cs.extra = append(cs.extra, h.Key+"\x00"+p)
+			}
 		}
 	}
 	return nil
