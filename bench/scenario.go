@@ -192,7 +192,18 @@ type StartupResult struct {
 	Pairs   []Pair         `json:"pairs,omitempty"`
 	Skipped string         `json:"skipped,omitempty"`
 	Error   string         `json:"error,omitempty"`
+	Span
 }
+
+// Span is when a scenario ran, to match it with the build machine's load.
+type Span struct {
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+}
+
+func startSpan() Span { return Span{Started: time.Now().UTC()} }
+
+func (s *Span) end() { s.Finished = time.Now().UTC() }
 
 // StartupVariants lists the variants this Env can run.
 func (e *Env) StartupVariants() []StartupVariant {
@@ -210,8 +221,9 @@ func (e *Env) StartupVariants() []StartupVariant {
 }
 
 // Startup runs pairs of create+start+delete for one variant.
-func (e *Env) Startup(ctx context.Context, v StartupVariant, pairs int) StartupResult {
-	res := StartupResult{Variant: v}
+func (e *Env) Startup(ctx context.Context, v StartupVariant, pairs int) (res StartupResult) {
+	res = StartupResult{Variant: v, Span: startSpan()}
+	defer res.Span.end()
 	if len(v.Candidate.Flags) > 0 && !e.NestedFlag {
 		res.Skipped = fmt.Sprintf("%s has no --nested-cgroups flag (is the series applied? run make runsc)", e.Patched.Path)
 		return res
@@ -333,14 +345,16 @@ type CollisionResult struct {
 	StockExit map[int]int    `json:"stockExitCodes"`
 	PatchExit map[int]int    `json:"patchedExitCodes"`
 	Error     string         `json:"error,omitempty"`
+	Span
 }
 
 // Collision runs interleaved pairs of the same-ID collision. A failed first
 // delete is the outcome being measured (stock exits 128 after its 5 s
 // retry), so it is timed and recorded; only a failure to set the collision
 // up is an error.
-func (e *Env) Collision(ctx context.Context, pairs int) CollisionResult {
-	res := CollisionResult{Pairs: pairs, StockExit: map[int]int{}, PatchExit: map[int]int{}}
+func (e *Env) Collision(ctx context.Context, pairs int) (res CollisionResult) {
+	res = CollisionResult{Pairs: pairs, StockExit: map[int]int{}, PatchExit: map[int]int{}, Span: startSpan()}
+	defer res.Span.end()
 	trial := func(rt Runtime, side string, into *[]CollisionRun) Trial {
 		return func(ctx context.Context, i int) (Sample, error) {
 			r, err := e.Collide(ctx, rt, SandboxID(e.RunID, "pause-"+side, i))
@@ -516,14 +530,16 @@ type ParallelResult struct {
 	Points    []ParallelPoint `json:"points"`
 	Note      string          `json:"note,omitempty"`
 	Error     string          `json:"error,omitempty"`
+	Span
 }
 
 // Parallel runs reps rounds over ns, with the candidate (patched with
 // --nested-cgroups when it has the flag) and the baseline (stock, default
 // mode) alternating which goes first.
-func (e *Env) Parallel(ctx context.Context, ns []int, reps int, withBaseline bool) ParallelResult {
+func (e *Env) Parallel(ctx context.Context, ns []int, reps int, withBaseline bool) (res ParallelResult) {
 	cand := e.Patched
-	res := ParallelResult{Baseline: e.Stock, Ns: ns, Reps: reps}
+	res = ParallelResult{Baseline: e.Stock, Ns: ns, Reps: reps, Span: startSpan()}
+	defer res.Span.end()
 	if e.NestedFlag {
 		cand.Flags = append(append([]string(nil), cand.Flags...), "--nested-cgroups")
 	} else {

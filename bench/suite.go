@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 )
@@ -44,7 +45,8 @@ type Section struct {
 
 // LoadSample is one look at the build machine.
 type LoadSample struct {
-	Load1 float64 `json:"load1"`
+	At    time.Time `json:"at"`
+	Load1 float64   `json:"load1"`
 	// OtherQEMU counts QEMU processes that are not this run's.
 	OtherQEMU int `json:"otherQemu"`
 }
@@ -64,11 +66,14 @@ type HostLoad struct {
 	// Contended: another QEMU VM ran during the section. Other load (a
 	// build) is not told apart from the section's own; Load1 shows it.
 	Contended bool `json:"contended"`
+	// Taken are the samples themselves, to tell which scenarios ran
+	// while another VM did.
+	Taken []LoadSample `json:"taken,omitempty"`
 }
 
 // SummarizeLoad sums up a section's samples.
 func SummarizeLoad(samples []LoadSample, every time.Duration, nproc int) (*HostLoad, error) {
-	h := &HostLoad{Samples: len(samples), Every: every.Seconds(), NProc: nproc}
+	h := &HostLoad{Samples: len(samples), Every: every.Seconds(), NProc: nproc, Taken: samples}
 	var loads []float64
 	for _, s := range samples {
 		loads = append(loads, s.Load1)
@@ -93,6 +98,58 @@ func (h *HostLoad) Describe() string {
 	}
 	return fmt.Sprintf("Build machine while it ran (%d samples, every %.0f s): 1-minute load average median %.1f, max %.1f on %d CPUs, this section's own work included; %s.",
 		h.Samples, h.Every, h.Load1.Median, h.Load1.Max, h.NProc, qemu)
+}
+
+// NamedSpan is when one scenario of a report ran.
+type NamedSpan struct {
+	Name string
+	Span
+}
+
+// Spans lists when each scenario of the report ran, in order.
+func (r *Report) Spans() []NamedSpan {
+	var out []NamedSpan
+	add := func(name string, s Span) {
+		if !s.Started.IsZero() && s.Finished.After(s.Started) {
+			out = append(out, NamedSpan{name, s})
+		}
+	}
+	for _, s := range r.Startup {
+		add("create+start+delete "+s.Variant.Name, s.Span)
+	}
+	if r.Collision != nil {
+		add("same-ID collision", r.Collision.Span)
+	}
+	if r.Parallel != nil {
+		add("parallel", r.Parallel.Span)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	return out
+}
+
+// During says, for each span, in how many of the samples taken while it
+// ran another QEMU VM was seen.
+func (h *HostLoad) During(spans []NamedSpan) []string {
+	var out []string
+	for _, sp := range spans {
+		n, other := 0, 0
+		for _, s := range h.Taken {
+			if s.At.Before(sp.Started) || s.At.After(sp.Finished) {
+				continue
+			}
+			n++
+			if s.OtherQEMU > 0 {
+				other++
+			}
+		}
+		when := fmt.Sprintf("%s–%s", sp.Started.UTC().Format("15:04:05"), sp.Finished.UTC().Format("15:04:05"))
+		if n == 0 {
+			out = append(out, fmt.Sprintf("%s, %s: no sample taken", sp.Name, when))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s, %s: in %d of %d samples", sp.Name, when, other, n))
+	}
+	return out
 }
 
 // Evaluate judges every section again from its measurements: targets and
@@ -158,6 +215,14 @@ func (sec *Section) Markdown(w io.Writer) {
 		fmt.Fprintf(w, " %s", sec.HostLoad.Describe())
 	}
 	fmt.Fprintln(w)
+	if sec.HostLoad != nil && sec.HostLoad.Contended && sec.Report != nil {
+		if lines := sec.HostLoad.During(sec.Report.Spans()); len(lines) > 0 {
+			fmt.Fprintf(w, "\nAnother QEMU VM, scenario by scenario (times of the machine that measured):\n\n")
+			for _, l := range lines {
+				fmt.Fprintf(w, "- %s\n", l)
+			}
+		}
+	}
 	if sec.Report != nil && sec.Report.Command != "" {
 		fmt.Fprintf(w, "\ncgbench ran as `%s`.\n", sec.Report.Command)
 	}

@@ -79,3 +79,41 @@ func TestSuiteFailuresAndMarkdown(t *testing.T) {
 		}
 	}
 }
+
+func TestContentionByScenario(t *testing.T) {
+	at := func(min int) time.Time { return time.Date(2026, 12, 2, 15, min, 0, 0, time.UTC) }
+	span := func(from, to int) Span { return Span{Started: at(from), Finished: at(to)} }
+	r := &Report{
+		Startup: []StartupResult{
+			{Variant: StartupVariant{Name: "control"}, Span: span(0, 4)},
+			{Variant: StartupVariant{Name: "nested"}, Span: span(10, 12)},
+			{Variant: StartupVariant{Name: "skipped"}, Span: span(12, 12)},
+		},
+		Collision: &CollisionResult{Span: span(4, 10)},
+		Parallel:  &ParallelResult{Span: span(12, 13)},
+	}
+	var samples []LoadSample
+	for m := 0; m <= 12; m += 2 {
+		// Another VM runs until 15:08.
+		samples = append(samples, LoadSample{At: at(m), OtherQEMU: map[bool]int{true: 1}[m <= 8]})
+	}
+	h, err := SummarizeLoad(samples, 2*time.Minute, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"create+start+delete control, 15:00:00–15:04:00: in 3 of 3 samples",
+		"same-ID collision, 15:04:00–15:10:00: in 3 of 4 samples",
+		"create+start+delete nested, 15:10:00–15:12:00: in 0 of 2 samples",
+		"parallel, 15:12:00–15:13:00: in 0 of 1 samples",
+	}
+	got := h.During(r.Spans())
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("During =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var b strings.Builder
+	(&Section{Where: "VM", HostLoad: h, Report: r}).Markdown(&b)
+	if !strings.Contains(b.String(), "Another QEMU VM, scenario by scenario") || !strings.Contains(b.String(), "- parallel, 15:12:00–15:13:00: in 0 of 1 samples") {
+		t.Errorf("section markdown lacks the per-scenario contention:\n%s", b.String())
+	}
+}

@@ -275,7 +275,7 @@ func startSampler(every time.Duration) *loadSampler {
 }
 
 func (s *loadSampler) take() {
-	sample := bench.LoadSample{OtherQEMU: otherQEMU(os.Getpid())}
+	sample := bench.LoadSample{At: time.Now().UTC(), OtherQEMU: otherQEMU(os.Getpid())}
 	if f := strings.Fields(loadavg()); len(f) > 0 {
 		sample.Load1, _ = strconv.ParseFloat(f[0], 64)
 	}
