@@ -165,6 +165,16 @@ type Check struct {
 	// caller's cgroup are now, relative to it (nested mode moves them
 	// into a leaf beneath it).
 	Holders string `json:"holders,omitempty"`
+	// RunscLog: what runsc's debug log of a sandbox's commands must not
+	// contain (runsc only; the harness gives every runsc command one).
+	RunscLog *LogCheck `json:"runscLog,omitempty"`
+}
+
+// LogCheck asserts on the runsc debug logs of a sandbox.
+type LogCheck struct {
+	Sandbox string `json:"sandbox"`
+	// Lacks must not appear in any log line.
+	Lacks string `json:"lacks"`
 }
 
 // Placement asserts where a sandbox's processes are, relative to the
@@ -572,6 +582,14 @@ func (c *Check) validate(sandboxes map[string]bool) error {
 		n++
 		if !contains(Relations, c.Holders) || c.Holders == "exact" {
 			return fmt.Errorf("check.holders: %q must be beneath, beside, caller or root", c.Holders)
+		}
+	}
+	if l := c.RunscLog; l != nil {
+		if err := ref("runscLog.sandbox", l.Sandbox); err != nil {
+			return err
+		}
+		if l.Lacks == "" {
+			return fmt.Errorf("check.runscLog.lacks: missing")
 		}
 	}
 	if n != 1 {

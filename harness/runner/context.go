@@ -273,7 +273,11 @@ func (r *Runner) makeInstances(cs *caseState) error {
 			if err := ocispec.WriteBundle(in.bundle, spec); err != nil {
 				return err
 			}
-			in.global, in.notes = cs.rt.GlobalFlags(in.root, sb.Options)
+			in.logs = filepath.Join(cs.dir, "logs", strings.ReplaceAll(label, "#", "-"))
+			if err := os.MkdirAll(in.logs, 0o755); err != nil {
+				return err
+			}
+			in.global, in.notes = cs.rt.GlobalFlags(in.root, in.logs, sb.Options)
 			cs.insts[sb.Name] = append(cs.insts[sb.Name], in)
 			cs.order = append(cs.order, in)
 		}

@@ -430,6 +430,7 @@ type instance struct {
 	id      string
 	root    string
 	bundle  string
+	logs    string // runsc's --debug-log folder
 	global  []string
 	notes   []string
 	created bool

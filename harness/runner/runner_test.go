@@ -37,14 +37,14 @@ func TestCommands(t *testing.T) {
 		want    []string
 		notes   int
 	}{
-		{"runsc create", Runtime{Kind: "runsc"}, nil, "create", []string{"--root", "/r", "--network=none", "create", "--bundle", "/b", "id"}, 0},
-		{"runsc nested delete", Runtime{Kind: "runsc"}, []string{"nested-cgroups"}, "delete-force", []string{"--root", "/r", "--network=none", "--nested-cgroups", "delete", "--force", "id"}, 0},
+		{"runsc create", Runtime{Kind: "runsc"}, nil, "create", []string{"--root", "/r", "--network=none", "--debug-log=/l/", "create", "--bundle", "/b", "id"}, 0},
+		{"runsc nested delete", Runtime{Kind: "runsc"}, []string{"nested-cgroups"}, "delete-force", []string{"--root", "/r", "--network=none", "--debug-log=/l/", "--nested-cgroups", "delete", "--force", "id"}, 0},
 		{"runc systemd", Runtime{Kind: "runc"}, []string{"systemd-cgroup"}, "start", []string{"--root", "/r", "--systemd-cgroup", "start", "id"}, 0},
 		{"crun systemd", Runtime{Kind: "crun"}, []string{"systemd-cgroup"}, "kill", []string{"--root", "/r", "--cgroup-manager=systemd", "kill", "id", "KILL"}, 0},
 		{"runc has no nested mode", Runtime{Kind: "runc"}, []string{"nested-cgroups"}, "state", []string{"--root", "/r", "state", "id"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			global, notes := tc.rt.GlobalFlags("/r", tc.options)
+			global, notes := tc.rt.GlobalFlags("/r", "/l", tc.options)
 			got := tc.rt.Command(global, tc.action, "id", "/b", nil, "")
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)

@@ -103,12 +103,13 @@ func (r *Runtime) Version(ctx context.Context) string {
 	return strings.Join(lines, "; ")
 }
 
-// GlobalFlags are the flags before the subcommand.
-func (r *Runtime) GlobalFlags(root string, options []string) (flags []string, notes []string) {
+// GlobalFlags are the flags before the subcommand. runsc writes its log
+// (warnings included, which it otherwise discards) into the folder logs.
+func (r *Runtime) GlobalFlags(root, logs string, options []string) (flags []string, notes []string) {
 	flags = []string{"--root", root}
 	if r.Kind == "runsc" {
 		// No network stack setup: cgroups are what is under test.
-		flags = append(flags, "--network=none")
+		flags = append(flags, "--network=none", "--debug-log="+logs+"/")
 	}
 	for _, o := range options {
 		switch o {

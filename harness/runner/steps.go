@@ -370,6 +370,8 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 			return "the " + cs.cx + " context has no process of its own in the caller's cgroup", ""
 		}
 		return check.Placement(c.Holders, "", nil, procs, cs.caller, keys, names)
+	case c.RunscLog != nil:
+		return r.checkRunscLog(cs, c.RunscLog)
 	case c.NothingCreated:
 		added, _ := diffSets(cs.baseline, r.snapshot(cs))
 		if len(added) > 0 {
@@ -417,6 +419,36 @@ func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck) (string, string
 		if msg, diff := check.File(string(b), f.Equals, f.Contains, f.Empty); msg != "" {
 			return fmt.Sprintf("%s:%s/%s: %s", h.Name(), d, f.Name, msg), diff
 		}
+	}
+	return "", ""
+}
+
+// checkRunscLog looks for a line in the debug logs runsc wrote for every
+// command on the sandbox's instances.
+func (r *Runner) checkRunscLog(cs *caseState, l *casefile.LogCheck) (string, string) {
+	if cs.rt.Kind != "runsc" {
+		return cs.rt.Kind + " writes no runsc debug log", ""
+	}
+	var found []string
+	for _, in := range cs.insts[l.Sandbox] {
+		files, _ := filepath.Glob(filepath.Join(in.logs, "*"))
+		if len(files) == 0 {
+			return in.label + ": runsc wrote no debug log into " + in.logs, ""
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return err.Error(), ""
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, l.Lacks) {
+					found = append(found, in.label+" "+filepath.Base(f)+": "+line)
+				}
+			}
+		}
+	}
+	if len(found) > 0 {
+		return fmt.Sprintf("%d runsc log line(s) contain %q", len(found), l.Lacks), strings.Join(found, "\n")
 	}
 	return "", ""
 }
