@@ -226,7 +226,7 @@ func (r *Runner) teardownCase(cs *caseState) {
 	}
 	var left []string
 	if cs.unit != "" {
-		_ = exec.Command("systemctl", "stop", cs.unit).Run()
+		_, _ = r.reaper.output(exec.Command("systemctl", "stop", cs.unit))
 		// What a runtime made inside the unit is ours to remove; systemd
 		// removes the unit's own cgroup.
 		for _, e := range cs.extra {

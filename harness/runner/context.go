@@ -187,13 +187,13 @@ func (r *Runner) setupUnit(ctx context.Context, cs *caseState, delegate bool) er
 		args = append(args, "-p", "Delegate=yes")
 	}
 	args = append(args, "sleep", "100000")
-	out, err := exec.CommandContext(ctx, "systemd-run", args...).CombinedOutput()
+	out, err := r.reaper.output(exec.CommandContext(ctx, "systemd-run", args...))
 	if err != nil {
 		return fmt.Errorf("systemd-run: %v: %s", err, out)
 	}
 	var pid int
 	for i := 0; i < 100 && pid == 0; i++ {
-		o, _ := exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID", "--value", cs.unit).Output()
+		o, _ := r.reaper.output(exec.CommandContext(ctx, "systemctl", "show", "-p", "MainPID", "--value", cs.unit))
 		fmt.Sscan(strings.TrimSpace(string(o)), &pid)
 		if pid == 0 {
 			time.Sleep(50 * time.Millisecond)

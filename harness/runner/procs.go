@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -74,6 +75,27 @@ func (r *reaper) start(start func() (int, error)) (int, error) {
 		r.managed[pid] = true
 	}
 	return pid, err
+}
+
+// output runs a host command (systemd-run, systemctl) to completion with
+// the reaper kept off it, and returns its combined output: an unregistered
+// child's exit status would otherwise be reaped first (waitid: ECHILD, seen
+// in the systemd-v2 VM).
+func (r *reaper) output(cmd *exec.Cmd) ([]byte, error) {
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	pid, err := r.start(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer r.release(pid)
+	err = cmd.Wait()
+	return buf.Bytes(), err
 }
 
 func (r *reaper) release(pid int) {
