@@ -101,24 +101,6 @@ func WithBudget(args []string, limit time.Duration) []string {
 	return append(append([]string(nil), args...), "-budget", (limit - margin).String())
 }
 
-// describe says why a VM sent nothing, with its last console lines.
-func describe(r *vmrun.Result, limit time.Duration) string {
-	var b strings.Builder
-	switch {
-	case r.TimedOut:
-		fmt.Fprintf(&b, "the VM was killed at its %s time limit", limit)
-	case r.ExitErr != nil:
-		fmt.Fprintf(&b, "qemu failed: %v", r.ExitErr)
-	default:
-		b.WriteString("the VM powered off without sending its results")
-	}
-	fmt.Fprintf(&b, "; last %d console lines:\n", len(r.Tail))
-	for _, l := range r.Tail {
-		fmt.Fprintf(&b, "  | %s\n", l)
-	}
-	return b.String()
-}
-
 // shellQuote quotes s for sh, in single quotes unless it is plainly safe.
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=/.,:+") == "" {
@@ -241,7 +223,7 @@ func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, initrd stri
 	}
 	files, cerr := vmimage.Collect(ctx, vm.ReportPath, disk)
 	if cerr != nil {
-		res.Problem = describe(run, o.Timeout) + "\n" + cerr.Error()
+		res.Problem = run.Stopped(o.Timeout) + "; " + run.ConsoleTail() + cerr.Error()
 		return res, nil
 	}
 	if err := vmrun.WriteFiles(o.Dir, files); err != nil {

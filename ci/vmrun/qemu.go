@@ -276,18 +276,11 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-// Describe explains an unfinished VM: why it stopped, which case was
-// running, and the last console lines.
+// Describe explains an unfinished harness VM: why it stopped, which case
+// was running, and the last console lines.
 func (r *Result) Describe(mode string, timeout time.Duration) string {
 	var b strings.Builder
-	switch {
-	case r.TimedOut:
-		fmt.Fprintf(&b, "mode %s: VM killed after its %s time limit", mode, timeout)
-	case r.ExitErr != nil:
-		fmt.Fprintf(&b, "mode %s: qemu failed: %v", mode, r.ExitErr)
-	default:
-		fmt.Fprintf(&b, "mode %s: VM powered off without sending its results", mode)
-	}
+	fmt.Fprintf(&b, "mode %s: %s", mode, r.Stopped(timeout))
 	switch {
 	case r.RunningCase != "":
 		fmt.Fprintf(&b, "; case running: %s", r.RunningCase)
@@ -296,7 +289,26 @@ func (r *Result) Describe(mode string, timeout time.Duration) string {
 	default:
 		b.WriteString("; no case had finished")
 	}
-	fmt.Fprintf(&b, "\nlast %d console lines:\n", len(r.Tail))
+	b.WriteString("\n")
+	b.WriteString(r.ConsoleTail())
+	return b.String()
+}
+
+// Stopped says why a VM ended without sending its results.
+func (r *Result) Stopped(timeout time.Duration) string {
+	switch {
+	case r.TimedOut:
+		return fmt.Sprintf("VM killed after its %s time limit", timeout)
+	case r.ExitErr != nil:
+		return fmt.Sprintf("qemu failed: %v", r.ExitErr)
+	}
+	return "VM powered off without sending its results"
+}
+
+// ConsoleTail is the last console lines, one indented line each.
+func (r *Result) ConsoleTail() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "last %d console lines:\n", len(r.Tail))
 	for _, l := range r.Tail {
 		fmt.Fprintf(&b, "  | %s\n", l)
 	}
