@@ -39,6 +39,7 @@ func main() {
 	flag.DurationVar(&o.budget, "budget", 0, "time limit of the whole matrix, images included; each VM gets an equal share of what is left (0: none)")
 	flag.StringVar(&o.runRE, "run", "", "passed to the harness as -run: only cases whose \"name [context]\" match (no blanks)")
 	flag.StringVar(&o.harnessArgs, "harness-args", "", "more harness flags, blank-separated")
+	flag.IntVar(&o.jobs, "jobs", 1, "VMs booted at once (modes run side by side; with TCG they share the host's cores)")
 	flag.IntVar(&o.cpus, "cpus", 2, "vCPUs per VM")
 	flag.IntVar(&o.mem, "mem", 3072, "memory per VM in MiB")
 	flag.StringVar(&o.kernelPkg, "kernel-pkg", vmimage.DefaultKernelPkg, "Debian kernel package to boot")
@@ -50,6 +51,10 @@ func main() {
 	o.quiet = !o.console
 	if flag.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "matrix: unexpected arguments %q; see -help\n", flag.Args())
+		os.Exit(2)
+	}
+	if o.jobs < 1 {
+		fmt.Fprintf(os.Stderr, "matrix: -jobs %d: at least one VM must run at a time\n", o.jobs)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -83,7 +88,7 @@ type options struct {
 	modes, out, cache, bin, cases, runtimes, kernelPkg, accel string
 	runRE, harnessArgs                                        string
 	timeout, budget                                           time.Duration
-	cpus, mem                                                 int
+	jobs, cpus, mem                                           int
 	standin, quiet, console                                   bool
 	merge                                                     string
 }
@@ -178,23 +183,20 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 		accel = "kvm"
 	}
 	matrix := &matrixreport.Matrix{Kernel: o.kernelPkg, Accel: accel}
-	for i, m := range modes {
-		logf("[%d/%d] mode %s: %s", i+1, len(modes), m.Name, m.About)
+	matrix.Modes = runModes(ctx, o.jobs, modes, func(i int, m vmimage.Mode, unfinished int) matrixreport.ModeRun {
+		n := len(modes)
+		logf("[%d/%d] mode %s: %s", i+1, n, m.Name, m.About)
 		timeout := o.timeout
 		if o.budget > 0 {
-			share := (o.budget - time.Since(start)) / time.Duration(len(modes)-i)
-			if share < time.Minute {
-				share = time.Minute
-			}
-			timeout = min(timeout, share)
+			timeout = min(timeout, budgetShare(o.budget-time.Since(start), unfinished, o.jobs))
 		}
-		logf("[%d/%d] mode %s: time limit %s", i+1, len(modes), m.Name, timeout.Round(time.Second))
+		logf("[%d/%d] mode %s: time limit %s", i+1, n, m.Name, timeout.Round(time.Second))
 		mr := runMode(ctx, o, m, kernel, bases[m.Base], staged, kvm, timeout)
-		matrix.Modes = append(matrix.Modes, mr)
-		logf("[%d/%d] mode %s: %s, boot %.0fs, total %.0fs, %d records", i+1, len(modes), m.Name, mr.Status, mr.BootSeconds, mr.WallSeconds, len(mr.Records))
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("interrupted: %w", err)
-		}
+		logf("[%d/%d] mode %s: %s, boot %.0fs, total %.0fs, %d records", i+1, n, m.Name, mr.Status, mr.BootSeconds, mr.WallSeconds, len(mr.Records))
+		return mr
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("interrupted: %w", err)
 	}
 	if err := matrix.WriteAll(o.out); err != nil {
 		return nil, fmt.Errorf("writing the matrix reports: %w", err)

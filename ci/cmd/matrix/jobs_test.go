@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/ci/matrixreport"
+	"github.com/runsc-cgroups/cgconform/ci/vmimage"
+)
+
+func TestBudgetShare(t *testing.T) {
+	for _, tc := range []struct {
+		left             time.Duration
+		unfinished, jobs int
+		want             time.Duration
+	}{
+		{60 * time.Minute, 5, 1, 12 * time.Minute},
+		{60 * time.Minute, 5, 2, 20 * time.Minute}, // three rounds: 2, 2, 1
+		{40 * time.Minute, 4, 2, 20 * time.Minute},
+		{60 * time.Minute, 1, 2, 60 * time.Minute},
+		{30 * time.Second, 3, 1, time.Minute}, // never under a minute
+	} {
+		if got := budgetShare(tc.left, tc.unfinished, tc.jobs); got != tc.want {
+			t.Errorf("budgetShare(%s, %d, %d) = %s, want %s", tc.left, tc.unfinished, tc.jobs, got, tc.want)
+		}
+	}
+}
+
+func TestRunModesBoundsConcurrencyAndKeepsOrder(t *testing.T) {
+	modes := vmimage.Modes
+	var mu sync.Mutex
+	running, most := 0, 0
+	var unfinishedSeen []int
+	got := runModes(context.Background(), 2, modes, func(i int, m vmimage.Mode, unfinished int) matrixreport.ModeRun {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		unfinishedSeen = append(unfinishedSeen, unfinished)
+		mu.Unlock()
+		time.Sleep(time.Duration(len(modes)-i) * 5 * time.Millisecond) // later modes finish first
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return matrixreport.ModeRun{Mode: m.Name, Status: "reported"}
+	})
+	if most != 2 {
+		t.Errorf("at most %d VMs ran at once, want 2", most)
+	}
+	var names, want []string
+	for i, mr := range got {
+		names = append(names, mr.Mode)
+		want = append(want, modes[i].Name)
+	}
+	if d := cmp.Diff(want, names); d != "" {
+		t.Errorf("results out of mode order (-want +got):\n%s", d)
+	}
+	// The first mode starts with every mode unfinished; none sees more.
+	if unfinishedSeen[0] != len(modes) {
+		t.Errorf("first mode saw %d unfinished, want %d", unfinishedSeen[0], len(modes))
+	}
+	for _, u := range unfinishedSeen {
+		if u < 1 || u > len(modes) {
+			t.Errorf("unfinished = %d, out of 1..%d", u, len(modes))
+		}
+	}
+}
+
+func TestRunModesBootsNothingAfterInterrupt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	booted := 0
+	got := runModes(ctx, 1, vmimage.Modes, func(i int, m vmimage.Mode, _ int) matrixreport.ModeRun {
+		booted++
+		cancel() // the first mode is interrupted while it runs
+		return matrixreport.ModeRun{Mode: m.Name, Status: "crashed"}
+	})
+	if booted != 1 {
+		t.Errorf("%d modes booted, want 1", booted)
+	}
+	if len(got) != len(vmimage.Modes) || got[1].Status != "no-report" || got[1].Problem == "" {
+		t.Errorf("unbooted modes not reported as such: %+v", got)
+	}
+}
