@@ -90,7 +90,7 @@ func run() int {
 	busybox := flag.String("busybox", "/usr/bin/busybox", "static busybox binary for the container rootfs")
 	enableRoot := flag.Bool("enable-root-controllers", false, "on cgroup v2, enable missing controllers in the root cgroup.subtree_control (changes the host: for throwaway VMs)")
 	validate := flag.Bool("validate", false, "only load and validate the case files")
-	timeScale := flag.Float64("time-scale", 1, "multiply every time bound a case sets (expect.within), and the 90 s hang guard of each runtime command, by this, e.g. 10 under QEMU without KVM; the report notes it")
+	timeScale := flag.Float64("time-scale", 1, "multiply every time bound a case sets (expect.within, timeout), and the 90 s hang guard of each runtime command, by this, e.g. 10 under QEMU without KVM; the report notes it")
 	flag.Parse()
 
 	cases, err := casefile.LoadDir(*casesDir)

@@ -492,10 +492,7 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 		res.Outcome, res.Reason = report.Skip, why
 		return res
 	}
-	timeout := r.opt.CaseTimeout
-	if c.Timeout.Duration > 0 {
-		timeout = c.Timeout.Duration
-	}
+	timeout := r.caseLimit(c)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cs := &caseState{c: c, cx: cx, rt: rt, res: &res, root: fmt.Sprintf("%s/%03d", r.tree.Root, idx), insts: map[string][]*instance{}}

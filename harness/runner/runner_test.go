@@ -3,6 +3,7 @@ package runner
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
@@ -133,5 +134,16 @@ func TestNestedLeavesExemptOnlyTheCallersLeaf(t *testing.T) {
 	}
 	if r.nestedLeaves(cs)["unified:/t/c/supervisor/x"] {
 		t.Error("a cgroup beneath the leaf is exempt")
+	}
+}
+
+func TestCaseLimitScalesOnlyTheCasesOwnBound(t *testing.T) {
+	r := &Runner{opt: Options{CaseTimeout: 5 * time.Minute, TimeScale: 10}}
+	long := &casefile.Case{Timeout: casefile.Duration{Duration: 8 * time.Minute}}
+	if got := r.caseLimit(long); got != 80*time.Minute {
+		t.Errorf("case timeout 8m at -time-scale 10: limit %s, want 80m", got)
+	}
+	if got := r.caseLimit(&casefile.Case{}); got != 5*time.Minute {
+		t.Errorf("no case timeout: limit %s, want -timeout's 5m", got)
 	}
 }

@@ -26,6 +26,16 @@ func (r *Runner) commandLimit() time.Duration {
 	return time.Duration(float64(commandTimeout) * r.opt.TimeScale)
 }
 
+// caseLimit bounds one case x context x runtime: -timeout, or the case's
+// own timeout scaled like its other bounds (parallel-32 takes 270-320 s of
+// its 8 minutes in a TCG VM that shares the host with another).
+func (r *Runner) caseLimit(c *casefile.Case) time.Duration {
+	if c.Timeout.Duration > 0 {
+		return time.Duration(float64(c.Timeout.Duration) * r.opt.TimeScale)
+	}
+	return r.opt.CaseTimeout
+}
+
 // doStep runs one step, records it and its failures.
 func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 	before := r.snapshot(cs)
