@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,5 +84,46 @@ func TestRunModesBootsNothingAfterInterrupt(t *testing.T) {
 	}
 	if len(got) != len(vmimage.Modes) || got[1].Status != "no-report" || got[1].Problem == "" {
 		t.Errorf("unbooted modes not reported as such: %+v", got)
+	}
+}
+
+func TestHostDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		kvm         bool
+		timeout     time.Duration
+		scale       float64
+		wantTimeout time.Duration
+		wantScale   float64
+	}{
+		{"tcg defaults", false, 0, 0, 3 * time.Hour, 10},
+		{"kvm defaults", true, 0, 0, 60 * time.Minute, 1},
+		{"given values win", false, 20 * time.Minute, 2, 20 * time.Minute, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gotTimeout, gotScale := hostDefaults(tc.kvm, tc.timeout, tc.scale)
+			if gotTimeout != tc.wantTimeout || gotScale != tc.wantScale {
+				t.Errorf("hostDefaults(%v, %s, %g) = %s, %g; want %s, %g", tc.kvm, tc.timeout, tc.scale, gotTimeout, gotScale, tc.wantTimeout, tc.wantScale)
+			}
+		})
+	}
+}
+
+func TestPayloadPassesTheTimeScale(t *testing.T) {
+	bin := t.TempDir()
+	for _, n := range []string{"runsc-stock", "runsc-patched"} {
+		if err := os.WriteFile(filepath.Join(bin, n), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := payloadFor(options{bin: bin, timeScale: 10, runRE: "^x", harnessArgs: "-timeout 5m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "-run ^x -time-scale=10 -timeout 5m"; p.HarnessArgs != want {
+		t.Errorf("harness args %q, want %q", p.HarnessArgs, want)
+	}
+	if _, err := payloadFor(options{bin: bin, timeScale: 10, harnessArgs: "-time-scale=3"}); err == nil || !strings.Contains(err.Error(), "matrix's own -time-scale") {
+		t.Errorf("a -time-scale inside -harness-args: err %v, want a pointer to the matrix's -time-scale", err)
 	}
 }

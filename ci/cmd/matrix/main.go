@@ -35,7 +35,8 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "bin", "folder holding cgconform, runsc-stock and runsc-patched")
 	flag.StringVar(&o.cases, "cases", "cases", "case folder given to the harness")
 	flag.StringVar(&o.runtimes, "runtimes", "", "-runtimes for the harness in the VM, name=path pairs (default: the payload's runsc-patched and runsc-stock, runc, crun)")
-	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "time limit of each VM")
+	flag.DurationVar(&o.timeout, "timeout", 0, "time limit of each VM (0: 3h under TCG, where one mode's whole case set takes up to an hour alone and more beside another VM; 60m with KVM)")
+	flag.Float64Var(&o.timeScale, "time-scale", 0, "the harness's -time-scale, multiplying every time bound of the cases (0: 10 under TCG, 1 with KVM)")
 	flag.DurationVar(&o.budget, "budget", 0, "time limit of the whole matrix, images included; each VM gets an equal share of what is left (0: none)")
 	flag.StringVar(&o.runRE, "run", "", "passed to the harness as -run: only cases whose \"name [context]\" match (no blanks)")
 	flag.StringVar(&o.harnessArgs, "harness-args", "", "more harness flags, blank-separated")
@@ -88,6 +89,7 @@ type options struct {
 	modes, out, cache, bin, cases, runtimes, kernelPkg, accel string
 	runRE, harnessArgs                                        string
 	timeout, budget                                           time.Duration
+	timeScale                                                 float64
 	jobs, cpus, mem                                           int
 	standin, quiet, console                                   bool
 	merge                                                     string
@@ -138,10 +140,12 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 	}
 	b := &vmimage.Builder{CacheDir: o.cache, KernelPkg: o.kernelPkg, Log: os.Stdout}
 
+	o.timeout, o.timeScale = hostDefaults(kvm, o.timeout, o.timeScale)
 	payload, err := payloadFor(o)
 	if err != nil {
 		return nil, err
 	}
+	logf("accelerator %s: each VM may take %s, the cases' time bounds are scaled by %g", accelName(kvm), o.timeout, o.timeScale)
 	start := time.Now()
 	unlock, err := b.Lock()
 	if err != nil {
@@ -178,11 +182,7 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 	defer os.RemoveAll(staged.Dir)
 	logf("images ready in %s (kernel %s)", time.Since(start).Round(time.Second), kernel)
 
-	accel := "tcg"
-	if kvm {
-		accel = "kvm"
-	}
-	matrix := &matrixreport.Matrix{Kernel: o.kernelPkg, Accel: accel}
+	matrix := &matrixreport.Matrix{Kernel: o.kernelPkg, Accel: accelName(kvm)}
 	matrix.Modes = runModes(ctx, o.jobs, modes, func(i int, m vmimage.Mode, unfinished int) matrixreport.ModeRun {
 		n := len(modes)
 		logf("[%d/%d] mode %s: %s", i+1, n, m.Name, m.About)
@@ -207,9 +207,40 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 	return matrix, nil
 }
 
+func accelName(kvm bool) string {
+	if kvm {
+		return "kvm"
+	}
+	return "tcg"
+}
+
+// hostDefaults fills in the VM time limit and the harness's time scale the
+// user left at 0. Under TCG every runtime command takes seconds where a case
+// allows one (a delete "within 1s"), so bounds are scaled by 10, and a mode
+// running the whole case set needs far more than an hour.
+func hostDefaults(kvm bool, timeout time.Duration, scale float64) (time.Duration, float64) {
+	if timeout <= 0 {
+		timeout = 3 * time.Hour
+		if kvm {
+			timeout = 60 * time.Minute
+		}
+	}
+	if scale <= 0 {
+		scale = 10
+		if kvm {
+			scale = 1
+		}
+	}
+	return timeout, scale
+}
+
 // payloadFor lists the binaries the VMs get.
 func payloadFor(o options) (vmimage.Payload, error) {
-	p := vmimage.Payload{Bins: map[string]string{}, Runtimes: o.runtimes, HarnessArgs: o.harnessArgs}
+	if strings.Contains(o.harnessArgs, "-time-scale") {
+		return vmimage.Payload{}, fmt.Errorf("-harness-args %q: give the time scale as the matrix's own -time-scale (it defaults by accelerator)", o.harnessArgs)
+	}
+	p := vmimage.Payload{Bins: map[string]string{}, Runtimes: o.runtimes,
+		HarnessArgs: strings.TrimSpace(fmt.Sprintf("-time-scale=%g %s", o.timeScale, o.harnessArgs))}
 	if o.runRE != "" {
 		if strings.ContainsAny(o.runRE, " \t") {
 			return p, fmt.Errorf("-run %q: no blanks, please (the VM splits harness flags on blanks); use \\s or . instead", o.runRE)
