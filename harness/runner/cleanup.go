@@ -130,7 +130,7 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 		if !in.created || in.deleted {
 			continue
 		}
-		res := r.runCommand(ctx, cs, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "delete-force", in.id, in.bundle, nil, "")...), 60*time.Second)
+		res := r.runCommand(ctx, cs, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "delete-force", in.id, in.bundle, nil, "")...), r.scaled(60*time.Second))
 		if res.exit != 0 {
 			notes = append(notes, fmt.Sprintf("delete --force %s exited %d: %s", in.label, res.exit, trunc(res.output, 300)))
 		}

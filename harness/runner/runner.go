@@ -254,7 +254,7 @@ func (r *Runner) setup() error {
 		return err
 	}
 	if r.opt.TimeScale != 1 {
-		r.note(fmt.Sprintf("time bounds (expect.within) scaled by %g (-time-scale)", r.opt.TimeScale))
+		r.note(fmt.Sprintf("time bounds (expect.within, case and command limits) scaled by %g (-time-scale)", r.opt.TimeScale))
 	}
 	rp, err := newReaper()
 	if err != nil {
@@ -584,10 +584,20 @@ func (r *Runner) decide(cs *caseState) {
 	res.Outcome = report.Fail
 }
 
-// observe finds the instance's processes and their cgroups.
-func (r *Runner) observe(ctx context.Context, cs *caseState, in *instance) {
+// observe finds the instance's processes and their cgroups. When it finds
+// none it says why (the state command's error, a dead init), for the step's
+// record: a later check can only say "no process observed".
+func (r *Runner) observe(ctx context.Context, cs *caseState, in *instance) (why string) {
 	found := map[string]int{}
-	if st, err := r.state(ctx, cs, in); err == nil && st.Pid > 0 && alive(st.Pid) {
+	st, err := r.state(ctx, cs, in)
+	switch {
+	case err != nil:
+		why = "state: " + err.Error()
+	case st.Pid <= 0:
+		why = fmt.Sprintf("state: status %q with no pid", st.Status)
+	case !alive(st.Pid):
+		why = fmt.Sprintf("state: status %q, pid %d is gone", st.Status, st.Pid)
+	default:
 		found[cs.rt.StateRole()] = st.Pid
 	}
 	if cs.rt.Kind == "runsc" {
@@ -599,15 +609,18 @@ func (r *Runner) observe(ctx context.Context, cs *caseState, in *instance) {
 	for role, pid := range found {
 		cg, err := cgroupfs.ProcCgroup(pid)
 		if err != nil {
+			why = fmt.Sprintf("%s pid %d: %v", role, pid, err)
 			continue
 		}
 		in.pids[role] = pid
 		procs = append(procs, report.Process{PID: pid, Role: role, Instance: in.label, Cgroups: cg})
 	}
 	sort.Slice(procs, func(i, j int) bool { return procs[i].Role < procs[j].Role })
-	if len(procs) > 0 {
-		in.procs = procs
+	if len(procs) == 0 {
+		return why
 	}
+	in.procs = procs
+	return ""
 }
 
 type ociState struct {
@@ -616,7 +629,7 @@ type ociState struct {
 }
 
 func (r *Runner) state(ctx context.Context, cs *caseState, in *instance) (ociState, error) {
-	res := r.runCommand(ctx, cs, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "state", in.id, in.bundle, nil, "")...), 30*time.Second)
+	res := r.runCommand(ctx, cs, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "state", in.id, in.bundle, nil, "")...), r.scaled(30*time.Second))
 	var st ociState
 	if res.err != nil {
 		return st, res.err

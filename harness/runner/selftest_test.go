@@ -21,13 +21,14 @@ import (
 // The test binary doubles as the exec-in-cgroup helper and, when invoked
 // through a symlink named runc-right or runc-wrong, as a fake OCI runtime
 // (runc dialect) that puts its container beneath the caller's cgroup
-// (right), beside it (wrong), or beneath it but never removes it (leaky).
+// (right), beside it (wrong), beneath it but never removes it (leaky), or
+// beneath it with an init that dies at start (dead).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && (os.Args[1] == HelperCommand || os.Args[1] == mountCommand) {
 		os.Exit(HelperMain(os.Args[1], os.Args[2:]))
 	}
 	switch filepath.Base(os.Args[0]) {
-	case "runc-right", "runc-wrong", "runc-leaky":
+	case "runc-right", "runc-wrong", "runc-leaky", "runc-dead":
 		os.Exit(fakeRuntime(filepath.Base(os.Args[0]), os.Args[1:]))
 	}
 	os.Exit(m.Run())
@@ -90,6 +91,9 @@ func fakeRuntime(kind string, args []string) int {
 		b, _ := json.Marshal(st)
 		return exitOn(os.WriteFile(stateFile, b, 0o644))
 	case "start":
+		if kind == "runc-dead" && known {
+			killAndWait([]int{st.Pid}, 5*time.Second)
+		}
 		return 0
 	case "state":
 		if !known {
@@ -168,7 +172,7 @@ func TestSelfTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for _, n := range []string{"runc-right", "runc-wrong", "runc-leaky"} {
+	for _, n := range []string{"runc-right", "runc-wrong", "runc-leaky", "runc-dead"} {
 		if err := os.Symlink(self, filepath.Join(dir, n)); err != nil {
 			t.Fatal(err)
 		}
@@ -178,8 +182,8 @@ func TestSelfTest(t *testing.T) {
 		divergence bool
 		want       map[string]string
 	}{
-		{"violations fail", false, map[string]string{"runc-right": report.Pass, "runc-wrong": report.Fail, "runc-leaky": report.Fail}},
-		{"declared divergence", true, map[string]string{"runc-right": report.Pass, "runc-wrong": report.Divergence, "runc-leaky": report.Fail}},
+		{"violations fail", false, map[string]string{"runc-right": report.Pass, "runc-wrong": report.Fail, "runc-leaky": report.Fail, "runc-dead": report.Fail}},
+		{"declared divergence", true, map[string]string{"runc-right": report.Pass, "runc-wrong": report.Divergence, "runc-leaky": report.Fail, "runc-dead": report.Fail}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := selfTestCase
@@ -197,6 +201,7 @@ func TestSelfTest(t *testing.T) {
 					{Name: "runc-right", Path: filepath.Join(dir, "runc-right"), Kind: "runc"},
 					{Name: "runc-wrong", Path: filepath.Join(dir, "runc-wrong"), Kind: "runc"},
 					{Name: "runc-leaky", Path: filepath.Join(dir, "runc-leaky"), Kind: "runc"},
+					{Name: "runc-dead", Path: filepath.Join(dir, "runc-dead"), Kind: "runc"},
 				},
 				Busybox:     busybox,
 				Self:        self,
@@ -217,6 +222,13 @@ func TestSelfTest(t *testing.T) {
 					}
 					if !steps["nothing-left"] || !steps["cleanup"] || len(res.Leaks) == 0 {
 						t.Errorf("%s: leak not reported: %+v", res.Context, res.Failures)
+					}
+				}
+				if res.Runtime == "runc-dead" {
+					// The check can only say "no process observed"; the
+					// run step says why.
+					if len(res.Steps) == 0 || !strings.Contains(res.Steps[0].Note, "no process observed: state: status \"stopped\"") {
+						t.Errorf("%s: run step does not say why no process was seen: %+v", res.Context, res.Steps)
 					}
 				}
 				if res.Runtime != "runc-wrong" {

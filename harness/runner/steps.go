@@ -23,7 +23,14 @@ const commandTimeout = 90 * time.Second
 // case bounds: under emulation (-time-scale 10) on a loaded 2-core host, one
 // of 32 parallel runsc creates in the systemd-v2 VM was still running at 90 s.
 func (r *Runner) commandLimit() time.Duration {
-	return time.Duration(float64(commandTimeout) * r.opt.TimeScale)
+	return r.scaled(commandTimeout)
+}
+
+// scaled is d multiplied by -time-scale, for every limit the harness sets
+// itself (a state or cleanup command beside 31 others under TCG takes far
+// longer than on a host).
+func (r *Runner) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * r.opt.TimeScale)
 }
 
 // caseLimit bounds one case x context x runtime: -timeout, or the case's
@@ -31,7 +38,7 @@ func (r *Runner) commandLimit() time.Duration {
 // its 8 minutes in a TCG VM that shares the host with another).
 func (r *Runner) caseLimit(c *casefile.Case) time.Duration {
 	if c.Timeout.Duration > 0 {
-		return time.Duration(float64(c.Timeout.Duration) * r.opt.TimeScale)
+		return r.scaled(c.Timeout.Duration)
 	}
 	return r.opt.CaseTimeout
 }
@@ -98,7 +105,7 @@ func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.S
 			if res != nil {
 				e := check.Expect{}
 				if st.Expect != nil {
-					within := time.Duration(float64(st.Expect.Within.Duration) * r.opt.TimeScale)
+					within := r.scaled(st.Expect.Within.Duration)
 					e = check.Expect{Fail: st.Expect.Fail, AnyExit: st.Expect.AnyExit, Output: st.Expect.Output, Within: within}
 				}
 				for _, m := range check.Evaluate(e, *res) {
@@ -164,13 +171,14 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 			break
 		}
 	}
-	if len(in.notes) > 0 {
-		rec.Note = strings.Join(in.notes, "; ")
-	}
+	notes := in.notes
 	if st.Do == "create" || st.Do == "start" || st.Do == "run" {
-		r.observe(ctx, cs, in)
+		if why := r.observe(ctx, cs, in); why != "" && last.exit == 0 && last.err == nil {
+			notes = append(notes, "no process observed: "+why)
+		}
 		rec.Processes = in.procs
 	}
+	rec.Note = strings.Join(notes, "; ")
 	if last.err != nil {
 		rec.Error = last.err.Error()
 	}
@@ -189,12 +197,13 @@ func (r *Runner) killStep(ctx context.Context, cs *caseState, st *casefile.Step,
 		role = "init"
 	}
 	pid := in.pids[role]
+	why := ""
 	if pid == 0 {
-		r.observe(ctx, cs, in)
+		why = r.observe(ctx, cs, in)
 		pid = in.pids[role]
 	}
 	if pid == 0 {
-		cs.fail(st.ID, fmt.Sprintf("%s: no %s process observed to kill", in.label, role), "")
+		cs.fail(st.ID, fmt.Sprintf("%s: no %s process observed to kill", in.label, role), why)
 		return report.Step{Error: "no " + role + " process"}, nil
 	}
 	t0 := time.Now()
