@@ -44,6 +44,7 @@ func main() {
 	flag.IntVar(&o.cpus, "cpus", 2, "vCPUs per VM")
 	flag.IntVar(&o.mem, "mem", 3072, "memory per VM in MiB")
 	flag.StringVar(&o.kernelPkg, "kernel-pkg", vmimage.DefaultKernelPkg, "Debian kernel package to boot")
+	flag.StringVar(&o.kernelArgs, "kernel-args", "", "more kernel command-line arguments, after the mode's own (e.g. \"loglevel=7 softlockup_all_cpu_backtrace=1\" to see a guest's backtraces)")
 	flag.StringVar(&o.accel, "accel", "auto", "kvm, tcg, or auto (kvm when /dev/kvm is usable)")
 	flag.BoolVar(&o.standin, "standin", false, "run the stand-in payload even when bin/cgconform exists")
 	flag.BoolVar(&o.console, "console", false, "print every console line of the VMs, not only the progress lines (all are saved in OUT/MODE/console.log)")
@@ -87,6 +88,7 @@ func modeNames() string {
 
 type options struct {
 	modes, out, cache, bin, cases, runtimes, kernelPkg, accel string
+	kernelArgs                                                string
 	runRE, harnessArgs                                        string
 	timeout, budget                                           time.Duration
 	timeScale                                                 float64

@@ -53,7 +53,7 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string
 		cmdline = append(cmdline, "root=/dev/nvme0n1", "rw", "rootfstype=ext4", "systemd.show_status=0", "quiet",
 			"cgm.payload=/dev/nvme0n2")
 	}
-	vm.Cmdline = strings.Join(append(cmdline, m.Cmdline...), " ")
+	vm.Cmdline = strings.Join(append(append(cmdline, m.Cmdline...), strings.Fields(o.kernelArgs)...), " ")
 	if err := os.WriteFile(filepath.Join(dir, "qemu-args.txt"), []byte(strings.Join(vm.Args(), "\n")+"\n"), 0o644); err != nil {
 		mr.Problem = err.Error()
 		return mr
