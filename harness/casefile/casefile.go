@@ -219,6 +219,10 @@ type Divergence struct {
 	Steps []string `json:"steps,omitempty"`
 	// Modes limits the divergence to some host modes.
 	Modes []string `json:"modes,omitempty"`
+	// Contexts limits it to some of the case's contexts, so a runtime that
+	// diverges only inside a cgroup namespace is still held to the case
+	// everywhere else.
+	Contexts []string `json:"contexts,omitempty"`
 }
 
 // Duration is a time.Duration written as "1.5s" in case files.
@@ -431,6 +435,11 @@ func (c *Case) Validate() error {
 		for j, m := range d.Modes {
 			if !contains(Modes, m) {
 				return fmt.Errorf("%s.modes[%d]: unknown mode %q (known: %s)", f, j, m, strings.Join(Modes, ", "))
+			}
+		}
+		for j, cx := range d.Contexts {
+			if !contains(c.CaseContexts(), cx) {
+				return fmt.Errorf("%s.contexts[%d]: %q is not one of the case's contexts (%s)", f, j, cx, strings.Join(c.CaseContexts(), ", "))
 			}
 		}
 	}
@@ -712,15 +721,17 @@ func (w *When) Applies(mode, context string) bool {
 	return true
 }
 
-// Covers reports whether d covers a failure of step on runtime in mode.
-func (d *Divergence) Covers(runtime, mode, step string) bool {
-	if d.Runtime != runtime {
-		return false
-	}
-	if len(d.Modes) > 0 && !contains(d.Modes, mode) {
-		return false
-	}
-	return len(d.Steps) == 0 || contains(d.Steps, step)
+// AppliesTo reports whether d is declared for runtime in mode and context.
+func (d *Divergence) AppliesTo(runtime, mode, context string) bool {
+	return d.Runtime == runtime &&
+		(len(d.Modes) == 0 || contains(d.Modes, mode)) &&
+		(len(d.Contexts) == 0 || contains(d.Contexts, context))
+}
+
+// Covers reports whether d covers a failure of step on runtime in mode and
+// context.
+func (d *Divergence) Covers(runtime, mode, context, step string) bool {
+	return d.AppliesTo(runtime, mode, context) && (len(d.Steps) == 0 || contains(d.Steps, step))
 }
 
 func contains(list []string, s string) bool {

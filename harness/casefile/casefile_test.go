@@ -46,11 +46,29 @@ func TestParseGood(t *testing.T) {
 	if diff := cmp.Diff([]string{"host", "container"}, c.CaseContexts()); diff != "" {
 		t.Errorf("contexts (-want +got):\n%s", diff)
 	}
-	if !c.Divergences[0].Covers("runsc-stock", "hybrid", "placed") || c.Divergences[0].Covers("runsc-stock", "hybrid", "3-delete-force") {
+	if !c.Divergences[0].Covers("runsc-stock", "hybrid", "host", "placed") || c.Divergences[0].Covers("runsc-stock", "hybrid", "host", "3-delete-force") {
 		t.Errorf("divergence coverage wrong: %+v", c.Divergences[0])
 	}
 	if got := c.Sandbox("b").RootName(); got != "r2" {
 		t.Errorf("root = %q", got)
+	}
+}
+
+func TestDivergenceCovers(t *testing.T) {
+	d := Divergence{Runtime: "runc", Reason: "r", Steps: []string{"placed"}, Modes: []string{"cgroup-v2"}, Contexts: []string{"kubepods-delegated"}}
+	for _, tc := range []struct {
+		runtime, mode, context, step string
+		want                         bool
+	}{
+		{"runc", "cgroup-v2", "kubepods-delegated", "placed", true},
+		{"runc", "cgroup-v2", "host", "placed", false}, // held to the case outside its contexts
+		{"runc", "hybrid", "kubepods-delegated", "placed", false},
+		{"runc", "cgroup-v2", "kubepods-delegated", "delete", false},
+		{"crun", "cgroup-v2", "kubepods-delegated", "placed", false},
+	} {
+		if got := d.Covers(tc.runtime, tc.mode, tc.context, tc.step); got != tc.want {
+			t.Errorf("Covers(%s, %s, %s, %s) = %v, want %v", tc.runtime, tc.mode, tc.context, tc.step, got, tc.want)
+		}
 	}
 }
 
@@ -62,6 +80,7 @@ func TestParseBad(t *testing.T) {
 		{"unknown top field", "name: good-case\nnmae: x", `unknown field "nmae"`},
 		{"bad requirement", "requires: [root, v1-controllers]|requires: [root, cgroups-v9]", "requires[1]: unknown requirement"},
 		{"bad context", "contexts: [host, container]|contexts: [moon]", "contexts[0]: unknown context"},
+		{"divergence context not run", "steps: [placed]}|steps: [placed], contexts: [kubepods-delegated]}", `divergences[0].contexts[0]: "kubepods-delegated" is not one of the case's contexts (host, container)`},
 		{"bad action", "{do: run, sandbox: a}|{do: fly, sandbox: a}", "steps[0].do: unknown action"},
 		{"unknown sandbox", "{do: run, sandbox: a}|{do: run, sandbox: zz}", `steps[0].sandbox: "zz" is not a sandbox`},
 		{"bad relation", "relation: beneath|relation: under", "steps[1].check.placement.relation: unknown relation"},

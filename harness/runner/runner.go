@@ -554,7 +554,7 @@ func (r *Runner) decide(cs *caseState) {
 	if len(res.Failures) == 0 {
 		res.Outcome = report.Pass
 		for _, d := range cs.c.Divergences {
-			if d.Runtime == cs.rt.Name && (len(d.Modes) == 0 || contains(d.Modes, r.mode())) {
+			if d.AppliesTo(cs.rt.Name, r.mode(), cs.cx) {
 				res.Reason = "declared divergence not observed: " + d.Reason
 			}
 		}
@@ -565,7 +565,7 @@ func (r *Runner) decide(cs *caseState) {
 	for i := range res.Failures {
 		f := &res.Failures[i]
 		for _, d := range cs.c.Divergences {
-			if d.Covers(cs.rt.Name, r.mode(), f.Step) {
+			if d.Covers(cs.rt.Name, r.mode(), cs.cx, f.Step) {
 				f.Expected = true
 				if !contains(reasons, d.Reason) {
 					reasons = append(reasons, d.Reason)
