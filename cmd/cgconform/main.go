@@ -85,6 +85,7 @@ func run() int {
 	outDir := flag.String("out", "out/conformance", "directory for report.json, junit.xml and report.md")
 	runtimes := flag.String("runtimes", "", "comma-separated name=path (or bare names on PATH); default: runsc-patched=bin/runsc-patched,runsc-stock=bin/runsc-stock,runc,crun")
 	runRE := flag.String("run", "", "only run cases whose \"name [context]\" matches this regexp")
+	skipRE := flag.String("skip", "", "leave out cases whose \"name [context]\" matches this regexp")
 	mode := flag.String("mode", "", "label for the host mode in the report (default: detected cgroup-v1, hybrid or cgroup-v2)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "time limit for each case x context x runtime")
 	busybox := flag.String("busybox", "/usr/bin/busybox", "static busybox binary for the container rootfs")
@@ -102,10 +103,16 @@ func run() int {
 		fmt.Printf("%d case files valid\n", len(cases))
 		return 0
 	}
-	var filter *regexp.Regexp
+	var filter, skip *regexp.Regexp
 	if *runRE != "" {
 		if filter, err = regexp.Compile(*runRE); err != nil {
 			fmt.Fprintf(os.Stderr, "cgconform: -run: %v\n", err)
+			return 2
+		}
+	}
+	if *skipRE != "" {
+		if skip, err = regexp.Compile(*skipRE); err != nil {
+			fmt.Fprintf(os.Stderr, "cgconform: -skip: %v\n", err)
 			return 2
 		}
 	}
@@ -140,6 +147,7 @@ func run() int {
 		Runtimes:              rts,
 		RuntimeErrors:         rtErrs,
 		Filter:                filter,
+		Skip:                  skip,
 		Busybox:               *busybox,
 		ModeLabel:             *mode,
 		CaseTimeout:           *timeout,

@@ -41,8 +41,9 @@ type Options struct {
 	// RuntimeErrors maps a runtime name to why it cannot run (missing
 	// binary): its results are skips with that reason.
 	RuntimeErrors map[string]string
-	// Filter selects "case [context]" names to run (nil: all).
-	Filter *regexp.Regexp
+	// Filter selects "case [context]" names to run (nil: all), and Skip
+	// leaves out those it matches (nil: none).
+	Filter, Skip *regexp.Regexp
 	// Busybox is a static busybox binary for the rootfs.
 	Busybox string
 	// ModeLabel overrides the detected mode's label in the report.
@@ -123,7 +124,7 @@ func Run(ctx context.Context, opt Options) (rep *report.Report, err error) {
 	idx := 0
 	for _, c := range opt.Cases {
 		for _, cx := range c.CaseContexts() {
-			if opt.Filter != nil && !opt.Filter.MatchString(c.Name+" ["+cx+"]") {
+			if !selected(opt.Filter, opt.Skip, c.Name+" ["+cx+"]") {
 				continue
 			}
 			for _, rt := range opt.Runtimes {
@@ -582,6 +583,12 @@ func (r *Runner) decide(cs *caseState) {
 		return
 	}
 	res.Outcome = report.Fail
+}
+
+// selected reports whether "case [context]" name is to run: filter (if
+// any) matches it and skip (if any) does not.
+func selected(filter, skip *regexp.Regexp, name string) bool {
+	return (filter == nil || filter.MatchString(name)) && (skip == nil || !skip.MatchString(name))
 }
 
 // observe finds the instance's processes and their cgroups. When it finds

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +146,25 @@ func TestCaseLimitScalesOnlyTheCasesOwnBound(t *testing.T) {
 	}
 	if got := r.caseLimit(&casefile.Case{}); got != 5*time.Minute {
 		t.Errorf("no case timeout: limit %s, want -timeout's 5m", got)
+	}
+}
+
+func TestSelected(t *testing.T) {
+	run, skip := regexp.MustCompile(`^(limits|parallel-32) `), regexp.MustCompile(`parallel-32`)
+	for _, tc := range []struct {
+		filter, skip *regexp.Regexp
+		name         string
+		want         bool
+	}{
+		{nil, nil, "limits [host]", true},
+		{run, nil, "limits [host]", true},
+		{run, nil, "delete [host]", false},
+		{nil, skip, "nested-parallel-32 [container]", false},
+		{nil, skip, "limits [host]", true},
+		{run, skip, "parallel-32 [host]", false}, // skip wins
+	} {
+		if got := selected(tc.filter, tc.skip, tc.name); got != tc.want {
+			t.Errorf("selected(%v, %v, %q) = %v, want %v", tc.filter, tc.skip, tc.name, got, tc.want)
+		}
 	}
 }

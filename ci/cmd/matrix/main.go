@@ -39,6 +39,7 @@ func main() {
 	flag.Float64Var(&o.timeScale, "time-scale", 0, "the harness's -time-scale, multiplying every time bound of the cases (0: 10 under TCG, 1 with KVM)")
 	flag.DurationVar(&o.budget, "budget", 0, "time limit of the whole matrix, images included; each VM gets an equal share of what is left (0: none)")
 	flag.StringVar(&o.runRE, "run", "", "passed to the harness as -run: only cases whose \"name [context]\" match (no blanks)")
+	flag.StringVar(&o.skipRE, "skip", "", "passed to the harness as -skip: leave out cases whose \"name [context]\" match (no blanks)")
 	flag.StringVar(&o.harnessArgs, "harness-args", "", "more harness flags, blank-separated")
 	flag.IntVar(&o.jobs, "jobs", 1, "VMs booted at once (modes run side by side; with TCG they share the host's cores)")
 	flag.IntVar(&o.cpus, "cpus", 2, "vCPUs per VM")
@@ -89,7 +90,7 @@ func modeNames() string {
 type options struct {
 	modes, out, cache, bin, cases, runtimes, kernelPkg, accel string
 	kernelArgs                                                string
-	runRE, harnessArgs                                        string
+	runRE, skipRE, harnessArgs                                string
 	timeout, budget                                           time.Duration
 	timeScale                                                 float64
 	jobs, cpus, mem                                           int
@@ -243,11 +244,15 @@ func payloadFor(o options) (vmimage.Payload, error) {
 	}
 	p := vmimage.Payload{Bins: map[string]string{}, Runtimes: o.runtimes,
 		HarnessArgs: strings.TrimSpace(fmt.Sprintf("-time-scale=%g %s", o.timeScale, o.harnessArgs))}
-	if o.runRE != "" {
-		if strings.ContainsAny(o.runRE, " \t") {
-			return p, fmt.Errorf("-run %q: no blanks, please (the VM splits harness flags on blanks); use \\s or . instead", o.runRE)
+	// Case selection goes first, in the order given here.
+	for _, sel := range []struct{ flag, re string }{{"-skip", o.skipRE}, {"-run", o.runRE}} {
+		if sel.re == "" {
+			continue
 		}
-		p.HarnessArgs = strings.TrimSpace("-run " + o.runRE + " " + p.HarnessArgs)
+		if strings.ContainsAny(sel.re, " \t") {
+			return p, fmt.Errorf("%s %q: no blanks, please (the VM splits harness flags on blanks); use \\s or . instead", sel.flag, sel.re)
+		}
+		p.HarnessArgs = sel.flag + " " + sel.re + " " + p.HarnessArgs
 	}
 	for _, name := range []string{"runsc-stock", "runsc-patched"} {
 		path := filepath.Join(o.bin, name)
