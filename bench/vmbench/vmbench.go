@@ -41,6 +41,7 @@ type Options struct {
 	CPUs      int
 	MemoryMiB int
 	KVM       bool
+	ProbeKVM  bool // check that KVM can run a guest first, else fall back to TCG ("-accel auto")
 	Timeout   time.Duration
 	// Log receives progress lines, and every console line prefixed with
 	// the mode.
@@ -166,6 +167,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	unlock()
 	if err != nil {
 		return nil, fmt.Errorf("the VM images (cached in %s): %w", o.CacheDir, err)
+	}
+	if o.KVM && o.ProbeKVM {
+		if err := vmrun.ProbeKVM(ctx, "", kernel, 20*time.Second); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			logf("/dev/kvm is there but cannot run a guest, so the VM runs under TCG (-accel kvm insists): %v", err)
+			o.KVM = false
+		}
 	}
 	return boot(ctx, o, mode, kernel, initrd, logf)
 }

@@ -25,13 +25,23 @@ func TestMain(m *testing.M) {
 
 // fakeQEMU prints a boot and a few harness lines. "hang" then starts a
 // grandchild (as a stuck sandbox would) and sleeps forever; "report" frames
-// a result on the second serial port and powers off; "crash" exits 1.
+// a result on the second serial port and powers off; "crash" exits 1;
+// "kvm-abort" and "silent" never print the banner, as a qemu whose KVM
+// cannot run a guest.
 func fakeQEMU(scenario string, args []string) int {
 	var reportPath string
 	for i, a := range args {
 		if a == "-serial" && i+1 < len(args) && strings.HasPrefix(args[i+1], "file:") {
 			reportPath = strings.TrimPrefix(args[i+1], "file:")
 		}
+	}
+	switch scenario {
+	case "kvm-abort": // qemu 7.2, -cpu host, nested KVM on AMD EPYC
+		fmt.Fprintln(os.Stderr, "qemu-system-x86_64: error: failed to set MSR 0x10a to 0x69")
+		return 134
+	case "silent": // the guest never gets to print
+		time.Sleep(10 * time.Minute)
+		return 0
 	}
 	fmt.Println("[    0.000000] Linux version 6.1.0-50-cloud-amd64")
 	fmt.Println("cgm: start mode=v2 uptime=2.5")
@@ -238,5 +248,37 @@ func TestUseKVM(t *testing.T) {
 	}
 	if _, err := UseKVM("auto"); err != nil {
 		t.Errorf("UseKVM(auto): %v", err)
+	}
+}
+
+func TestProbeKVM(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		scenario string
+		wantErr  string // "" for usable
+	}{
+		{"report", ""},
+		{"hang", ""}, // the banner is enough; the probe stops the guest
+		{"kvm-abort", "failed to set MSR 0x10a"},
+		{"silent", "printed nothing in 2s"},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			t.Setenv("CGM_FAKE_QEMU", tc.scenario)
+			t.Setenv("CGM_FAKE_CHILD_PID", filepath.Join(t.TempDir(), "child.pid"))
+			start := time.Now()
+			err := ProbeKVM(context.Background(), self, "vmlinuz", 2*time.Second)
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("the probe took %s", took)
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("ProbeKVM: %v, want usable", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("ProbeKVM: %v, want an error with %q", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -135,7 +135,7 @@ func suite(args []string) int {
 		s.Sections = append(s.Sections, runVM(ctx, vmbench.Options{
 			Mode: mode, CacheDir: *cache, KernelPkg: *kernelPkg, Dir: filepath.Join(outDir, "vm-"+mode),
 			Stock: *stock, Patched: *patched, Args: strings.Fields(*vmArgs),
-			CPUs: *vmCPUs, MemoryMiB: *vmMem, KVM: kvm, Timeout: *vmTimeout, Log: os.Stderr,
+			CPUs: *vmCPUs, MemoryMiB: *vmMem, KVM: kvm, ProbeKVM: *accel != "kvm", Timeout: *vmTimeout, Log: os.Stderr,
 		}, *every, logf))
 	}
 	if err := ctx.Err(); err != nil {

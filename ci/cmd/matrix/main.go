@@ -143,12 +143,12 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 	}
 	b := &vmimage.Builder{CacheDir: o.cache, KernelPkg: o.kernelPkg, Log: os.Stdout}
 
+	asked := o // the limits as given, for hostDefaults again if KVM fails its probe
 	o.timeout, o.timeScale = hostDefaults(kvm, o.timeout, o.timeScale)
 	payload, err := payloadFor(o)
 	if err != nil {
 		return nil, err
 	}
-	logf("accelerator %s: each VM may take %s, the cases' time bounds are scaled by %g", accelName(kvm), o.timeout, o.timeScale)
 	start := time.Now()
 	unlock, err := b.Lock()
 	if err != nil {
@@ -159,6 +159,20 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
+	if kvm && o.accel != "kvm" {
+		if err := vmrun.ProbeKVM(ctx, "", kernel, kvmProbeLimit); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			logf("/dev/kvm is there but cannot run a guest, so the VMs run under TCG (-accel kvm insists): %v", err)
+			kvm = false
+			o.timeout, o.timeScale = hostDefaults(kvm, asked.timeout, asked.timeScale)
+			if payload.HarnessArgs, err = harnessArgs(o); err != nil {
+				return nil, err
+			}
+		}
+	}
+	logf("accelerator %s: each VM may take %s, the cases' time bounds are scaled by %g", accelName(kvm), o.timeout, o.timeScale)
 	bases := map[vmimage.Base]string{}
 	for _, m := range modes {
 		if _, ok := bases[m.Base]; ok {
@@ -237,22 +251,36 @@ func hostDefaults(kvm bool, timeout time.Duration, scale float64) (time.Duration
 	return timeout, scale
 }
 
-// payloadFor lists the binaries the VMs get.
-func payloadFor(o options) (vmimage.Payload, error) {
+// kvmProbeLimit is how long a kernel may take to print its banner under
+// KVM before the matrix falls back to TCG (where it takes under a second).
+const kvmProbeLimit = 20 * time.Second
+
+// harnessArgs is the harness's command line in the VM: case selection,
+// the time scale, then -harness-args.
+func harnessArgs(o options) (string, error) {
 	if strings.Contains(o.harnessArgs, "-time-scale") {
-		return vmimage.Payload{}, fmt.Errorf("-harness-args %q: give the time scale as the matrix's own -time-scale (it defaults by accelerator)", o.harnessArgs)
+		return "", fmt.Errorf("-harness-args %q: give the time scale as the matrix's own -time-scale (it defaults by accelerator)", o.harnessArgs)
 	}
-	p := vmimage.Payload{Bins: map[string]string{}, Runtimes: o.runtimes,
-		HarnessArgs: strings.TrimSpace(fmt.Sprintf("-time-scale=%g %s", o.timeScale, o.harnessArgs))}
+	args := strings.TrimSpace(fmt.Sprintf("-time-scale=%g %s", o.timeScale, o.harnessArgs))
 	// Case selection goes first, in the order given here.
 	for _, sel := range []struct{ flag, re string }{{"-skip", o.skipRE}, {"-run", o.runRE}} {
 		if sel.re == "" {
 			continue
 		}
 		if strings.ContainsAny(sel.re, " \t") {
-			return p, fmt.Errorf("%s %q: no blanks, please (the VM splits harness flags on blanks); use \\s or . instead", sel.flag, sel.re)
+			return "", fmt.Errorf("%s %q: no blanks, please (the VM splits harness flags on blanks); use \\s or . instead", sel.flag, sel.re)
 		}
-		p.HarnessArgs = sel.flag + " " + sel.re + " " + p.HarnessArgs
+		args = sel.flag + " " + sel.re + " " + args
+	}
+	return args, nil
+}
+
+// payloadFor lists the binaries the VMs get.
+func payloadFor(o options) (vmimage.Payload, error) {
+	p := vmimage.Payload{Bins: map[string]string{}, Runtimes: o.runtimes}
+	var err error
+	if p.HarnessArgs, err = harnessArgs(o); err != nil {
+		return p, err
 	}
 	for _, name := range []string{"runsc-stock", "runsc-patched"} {
 		path := filepath.Join(o.bin, name)
