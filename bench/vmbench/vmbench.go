@@ -169,7 +169,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("the VM images (cached in %s): %w", o.CacheDir, err)
 	}
 	if o.KVM && o.ProbeKVM {
-		if err := vmrun.ProbeKVM(ctx, "", kernel, 20*time.Second); err != nil {
+		if err := vmrun.ProbeKVM(ctx, "", kernel, vmrun.KVMProbeLimit); err != nil {
 			if ctx.Err() != nil {
 				return nil, err
 			}

@@ -96,6 +96,10 @@ func UseKVM(accel string) (bool, error) {
 	return false, fmt.Errorf("-accel %q: want kvm, tcg or auto", accel)
 }
 
+// KVMProbeLimit is how long ProbeKVM's callers wait for the banner; under
+// a working KVM it comes in well under a second.
+const KVMProbeLimit = 20 * time.Second
+
 // ProbeKVM boots kernel under KVM with no disk and says whether its banner
 // ("Linux version") reaches the console within limit. /dev/kvm can open on
 // a host whose nested virtualization cannot run a guest: seen on AMD EPYC

@@ -161,7 +161,7 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 		return nil, err
 	}
 	if kvm && o.accel != "kvm" {
-		if err := vmrun.ProbeKVM(ctx, "", kernel, kvmProbeLimit); err != nil {
+		if err := vmrun.ProbeKVM(ctx, "", kernel, vmrun.KVMProbeLimit); err != nil {
 			if ctx.Err() != nil {
 				return nil, err
 			}
@@ -251,10 +251,6 @@ func hostDefaults(kvm bool, timeout time.Duration, scale float64) (time.Duration
 	}
 	return timeout, scale
 }
-
-// kvmProbeLimit is how long a kernel may take to print its banner under
-// KVM before the matrix falls back to TCG (where it takes under a second).
-const kvmProbeLimit = 20 * time.Second
 
 // harnessArgs is the harness's command line in the VM: case selection,
 // the time scale, then -harness-args.
