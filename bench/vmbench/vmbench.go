@@ -169,12 +169,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("the VM images (cached in %s): %w", o.CacheDir, err)
 	}
 	if o.KVM && o.ProbeKVM {
-		if err := vmrun.ProbeKVM(ctx, "", kernel, vmrun.KVMProbeLimit); err != nil {
-			if ctx.Err() != nil {
-				return nil, err
-			}
-			logf("/dev/kvm is there but cannot run a guest, so the VM runs under TCG (-accel kvm insists): %v", err)
-			o.KVM = false
+		if o.KVM, err = vmrun.KeepKVM(ctx, kernel, logf); err != nil {
+			return nil, err
 		}
 	}
 	return boot(ctx, o, mode, kernel, initrd, logf)

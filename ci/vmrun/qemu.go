@@ -96,9 +96,24 @@ func UseKVM(accel string) (bool, error) {
 	return false, fmt.Errorf("-accel %q: want kvm, tcg or auto", accel)
 }
 
-// KVMProbeLimit is how long ProbeKVM's callers wait for the banner; under
-// a working KVM it comes in well under a second.
-const KVMProbeLimit = 20 * time.Second
+// kvmProbeLimit is how long KeepKVM waits for the banner; under a working
+// KVM it comes in well under a second.
+const kvmProbeLimit = 20 * time.Second
+
+// KeepKVM is "-accel auto" once the kernel is at hand: it probes KVM
+// (ProbeKVM) and, when KVM cannot run a guest, says why through logf and
+// returns false so the caller uses TCG. It fails only when ctx ends.
+func KeepKVM(ctx context.Context, kernel string, logf func(string, ...any)) (bool, error) {
+	err := ProbeKVM(ctx, "", kernel, kvmProbeLimit)
+	switch {
+	case err == nil:
+		return true, nil
+	case ctx.Err() != nil:
+		return false, err
+	}
+	logf("/dev/kvm is there but cannot run a guest, so the VMs run under TCG (-accel kvm insists): %v", err)
+	return false, nil
+}
 
 // ProbeKVM boots kernel under KVM with no disk and says whether its banner
 // ("Linux version") reaches the console within limit. /dev/kvm can open on

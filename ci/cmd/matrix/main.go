@@ -161,12 +161,10 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 		return nil, err
 	}
 	if kvm && o.accel != "kvm" {
-		if err := vmrun.ProbeKVM(ctx, "", kernel, vmrun.KVMProbeLimit); err != nil {
-			if ctx.Err() != nil {
-				return nil, err
-			}
-			logf("/dev/kvm is there but cannot run a guest, so the VMs run under TCG (-accel kvm insists): %v", err)
-			kvm = false
+		if kvm, err = vmrun.KeepKVM(ctx, kernel, logf); err != nil {
+			return nil, err
+		}
+		if !kvm {
 			o.timeout, o.timeScale = hostDefaults(kvm, asked.timeout, asked.timeScale)
 			if payload.HarnessArgs, err = harnessArgs(o); err != nil {
 				return nil, err
