@@ -1,5 +1,6 @@
 // Package runscbuild turns the pinned gvisor.dev/gvisor module into runsc
-// binaries: a stock one, and a patched one with patches/series applied.
+// binaries: a stock one, and a patched one with patches/series applied (the
+// series format and its pull-request folders are in series.go).
 //
 // The module source comes from the Go module proxy (go.mod is the one place
 // that names its version). It is copied into an ignored work folder, made a
@@ -10,7 +11,6 @@
 package runscbuild
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -40,12 +40,6 @@ type Module struct {
 	Dir     string // read-only source in the module cache
 }
 
-// Patch is one entry of patches/series.
-type Patch struct {
-	Name string // file name as written in the series
-	Path string
-}
-
 // Config says what to build and where.
 type Config struct {
 	RepoRoot string // the folder holding go.mod and patches/
@@ -73,40 +67,6 @@ func ResolveModule(repoRoot string) (Module, error) {
 		return Module{}, fmt.Errorf("go mod download %s returned no version or folder: %s", ModulePath, out)
 	}
 	return m, nil
-}
-
-// ReadSeries reads a series file: one patch file name per line, relative to
-// the series file's folder; blank lines and lines starting with # are skipped.
-// Every named file must exist.
-func ReadSeries(seriesPath string) ([]Patch, error) {
-	f, err := os.Open(seriesPath)
-	if err != nil {
-		return nil, fmt.Errorf("reading patch series: %w", err)
-	}
-	defer f.Close()
-	dir := filepath.Dir(seriesPath)
-	var patches []Patch
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		name := strings.TrimSpace(sc.Text())
-		if name == "" || strings.HasPrefix(name, "#") {
-			continue
-		}
-		if seen[name] {
-			return nil, fmt.Errorf("%s:%d: %q is listed twice", seriesPath, line, name)
-		}
-		seen[name] = true
-		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("%s:%d: patch file %q: %w", seriesPath, line, name, err)
-		}
-		patches = append(patches, Patch{Name: name, Path: p})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", seriesPath, err)
-	}
-	return patches, nil
 }
 
 // SeriesHash is a short, stable digest of the patches' names and contents, in
@@ -160,6 +120,53 @@ func PrepareTree(m Module, dst string, patches []Patch, log io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// ResetTree returns a tree made by PrepareTree to its pristine commit,
+// removes everything the pristine source lacks (build output, earlier
+// patches), and applies patches as PrepareTree does. It saves the copy and
+// the first commit when one tree serves many patch sets.
+func ResetTree(tree string, patches []Patch, log io.Writer) error {
+	g := git{dir: tree}
+	root, err := g.run("rev-list", "--max-parents=0", "HEAD")
+	if err != nil {
+		return err
+	}
+	_, _ = g.run("am", "--abort")
+	for _, args := range [][]string{
+		{"checkout", "-q", "--detach", "-f", strings.TrimSpace(root)},
+		{"clean", "-q", "-f", "-d", "-x"},
+	} {
+		if _, err := g.run(args...); err != nil {
+			return err
+		}
+	}
+	for i, p := range patches {
+		fmt.Fprintf(log, "runscbuild: applying %d/%d %s\n", i+1, len(patches), p.Name)
+		if err := g.am(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TreeVersion returns the module version a tree made by PrepareTree holds,
+// or an error when dir is no such tree.
+func TreeVersion(tree string) (string, error) {
+	g := git{dir: tree}
+	root, err := g.run("rev-list", "--max-parents=0", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	subject, err := g.run("log", "-1", "--format=%s", strings.TrimSpace(root))
+	if err != nil {
+		return "", err
+	}
+	v, ok := strings.CutPrefix(strings.TrimSpace(subject), "pristine "+ModulePath+"@")
+	if !ok {
+		return "", fmt.Errorf("%s was not made by runscbuild (first commit %q)", tree, strings.TrimSpace(subject))
+	}
+	return v, nil
 }
 
 type git struct{ dir string }

@@ -57,10 +57,24 @@ func upstream(t *testing.T, patchDir string) (dir string, commit func(name, file
 	}
 }
 
+// writeSeries moves the named patch files of dir into one pull request
+// folder, dir/01-test, and writes dir/series listing them in order.
 func writeSeries(t *testing.T, dir string, names ...string) string {
 	t.Helper()
-	p := filepath.Join(dir, "series")
-	if err := os.WriteFile(p, []byte("# our series\n\n"+strings.Join(names, "\n")+"\n"), 0o644); err != nil {
+	pr := filepath.Join(dir, "01-test")
+	if err := os.MkdirAll(pr, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pr, PRDescription), []byte("# test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if err := os.Rename(filepath.Join(dir, n), filepath.Join(pr, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(dir, SeriesFile)
+	if err := os.WriteFile(p, []byte("# our series\n\npr 01-test\n"+strings.Join(names, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -86,7 +100,7 @@ func TestPrepareTreeAppliesSeriesWithoutBuildFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	tree := filepath.Join(t.TempDir(), "tree")
-	if err := PrepareTree(Module{Version: "v0", Dir: base}, tree, series, os.Stderr); err != nil {
+	if err := PrepareTree(Module{Version: "v0", Dir: base}, tree, series.Patches(), os.Stderr); err != nil {
 		t.Fatalf("PrepareTree: %v", err)
 	}
 	got, err := os.ReadFile(filepath.Join(tree, "a.txt"))
@@ -98,6 +112,37 @@ func TestPrepareTreeAppliesSeriesWithoutBuildFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(tree, "pkg", "BUILD")); !os.IsNotExist(err) {
 		t.Errorf("BUILD file was applied to the go-branch tree (stat: %v)", err)
+	}
+	if v, err := TreeVersion(tree); err != nil || v != "v0" {
+		t.Errorf("TreeVersion = %q, %v, want v0", v, err)
+	}
+
+	// ResetTree serves another patch set from the same tree: back to the
+	// pristine source, build output gone, only the new set applied.
+	if err := os.WriteFile(filepath.Join(tree, "a.out"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ResetTree(tree, nil, os.Stderr); err != nil {
+		t.Fatalf("ResetTree: %v", err)
+	}
+	got, err = os.ReadFile(filepath.Join(tree, "a.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("one\ntwo\nthree\n", string(got)); diff != "" {
+		t.Errorf("a.txt after ResetTree with no patches (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(filepath.Join(tree, "a.out")); !os.IsNotExist(err) {
+		t.Errorf("ResetTree left a file the pristine source lacks (stat: %v)", err)
+	}
+	if err := ResetTree(tree, series.Patches()[:1], os.Stderr); err != nil {
+		t.Fatalf("ResetTree: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(tree, "a.txt")); string(got) != "one\nTWO\nthree\n" {
+		t.Errorf("a.txt after ResetTree with the first patch = %q", got)
+	}
+	if _, err := TreeVersion(t.TempDir()); err == nil {
+		t.Errorf("TreeVersion of a folder that is no tree: no error")
 	}
 }
 
@@ -127,7 +172,8 @@ func TestPrepareTreeBrokenPatchNamesFileAndHunk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = PrepareTree(Module{Version: "v0", Dir: base}, filepath.Join(t.TempDir(), "tree"), series, os.Stderr)
+	broken = "01-test/" + broken // as the series names it
+	err = PrepareTree(Module{Version: "v0", Dir: base}, filepath.Join(t.TempDir(), "tree"), series.Patches(), os.Stderr)
 	var applyErr *ApplyError
 	if !errors.As(err, &applyErr) {
 		t.Fatalf("PrepareTree error = %v, want an *ApplyError", err)
@@ -139,46 +185,6 @@ func TestPrepareTreeBrokenPatchNamesFileAndHunk(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
 		}
-	}
-}
-
-func TestReadSeries(t *testing.T) {
-	dir := t.TempDir()
-	for _, n := range []string{"0001-a.patch", "0002-b.patch"} {
-		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, tc := range []struct {
-		name    string
-		lines   []string
-		want    []string
-		wantErr string
-	}{
-		{name: "ordered", lines: []string{"0002-b.patch", "0001-a.patch"}, want: []string{"0002-b.patch", "0001-a.patch"}},
-		{name: "empty", lines: nil, want: nil},
-		{name: "missing file", lines: []string{"0003-c.patch"}, wantErr: "0003-c.patch"},
-		{name: "duplicate", lines: []string{"0001-a.patch", "0001-a.patch"}, wantErr: "listed twice"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			patches, err := ReadSeries(writeSeries(t, dir, tc.lines...))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("ReadSeries error = %v, want one mentioning %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, p := range patches {
-				got = append(got, p.Name)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("series (-want +got):\n%s", diff)
-			}
-		})
 	}
 }
 

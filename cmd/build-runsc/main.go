@@ -61,10 +61,11 @@ func run(repo, verb string) error {
 	if err != nil {
 		return err
 	}
-	patches, err := runscbuild.ReadSeries(filepath.Join(root, "patches", "series"))
+	series, err := runscbuild.ReadSeries(filepath.Join(root, "patches", runscbuild.SeriesFile))
 	if err != nil {
 		return err
 	}
+	patches := series.Patches()
 	switch verb {
 	case "build":
 		if _, err := runscbuild.Ensure(cfg, m, runscbuild.Flavor{Name: "stock"}); err != nil {

@@ -1,0 +1,403 @@
+// Package prtext fills the before/after tables of a pull request's PR.md
+// from a harness run, so no outcome in a description is typed by hand.
+//
+// A PR.md asks for a table with a marker on a line of its own:
+//
+//	<!-- table: empty-path-same-id failed-start[host] -->
+//
+// naming cases (every context of the case) or case[context] (one context).
+// Fill replaces the marker with a markdown table of those cases, one row per
+// case and context, one column per host mode of the run; each cell is the
+// outcome of the "before" runtime (stock runsc) and of the "after" runtime
+// (patched runsc), followed by the reasons the report gives for every cell
+// that is not a pass, and the run it came from.
+//
+// The run is a matrix report.json (ci/cmd/matrix: every host mode) or a
+// conformance report.json (cgconform: this host).
+package prtext
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/runsc-cgroups/cgconform/harness/report"
+)
+
+// Outcomes as the reports spell them, and one for a cell no record fills.
+const (
+	Pass       = report.Pass
+	Fail       = report.Fail
+	Divergence = report.Divergence
+	Skip       = report.Skip
+	Missing    = "missing"
+)
+
+// Outcome is one case, in one caller context, run by one runtime in one
+// host mode.
+type Outcome struct {
+	Case, Context, Runtime, Mode, Outcome, Reason string
+}
+
+// Results is a run, flattened.
+type Results struct {
+	Source   string   // what ran where, for the line under each table
+	Modes    []string // host modes, in the report's order: the columns
+	Outcomes []Outcome
+}
+
+// Load reads a matrix or conformance report.json.
+func Load(path string) (*Results, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	res, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return res, nil
+}
+
+// Parse tells the two report kinds apart by their top-level fields: a
+// conformance report has "schema", a matrix report "modes".
+func Parse(data []byte) (*Results, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("not a report.json: %w", err)
+	}
+	switch {
+	case top["schema"] != nil:
+		r, err := report.Read(strings.NewReader(string(data)))
+		if err != nil {
+			return nil, err
+		}
+		return fromConformance(r), nil
+	case top["modes"] != nil:
+		return parseMatrix(data)
+	}
+	return nil, errors.New(`neither a conformance report (no "schema") nor a matrix report (no "modes")`)
+}
+
+func fromConformance(r *report.Report) *Results {
+	res := &Results{Source: fmt.Sprintf("conformance run on one host (mode %s, kernel %s), %s",
+		r.Host.Mode, r.Host.Kernel, r.Started.UTC().Format("2006-01-02"))}
+	for _, x := range r.Results {
+		reason := x.Reason
+		if x.Outcome == Fail {
+			var msgs []string
+			for _, f := range x.Failures {
+				if !f.Expected {
+					msgs = append(msgs, f.Step+": "+f.Message)
+				}
+			}
+			reason = strings.Join(msgs, "; ")
+		}
+		res.add(Outcome{Case: x.Case, Context: x.Context, Runtime: x.Runtime, Mode: x.Mode, Outcome: x.Outcome, Reason: reason})
+	}
+	return res
+}
+
+// matrixFile is the part of ci/matrixreport's report.json a table needs.
+type matrixFile struct {
+	Kernel string `json:"kernel"`
+	Accel  string `json:"accel"`
+	Modes  []struct {
+		Mode    string `json:"mode"`
+		Status  string `json:"status"`
+		Records []struct {
+			Case    string `json:"case"` // "name [context]"
+			Runtime string `json:"runtime"`
+			Outcome string `json:"outcome"`
+			Reason  string `json:"reason"`
+		} `json:"records"`
+	} `json:"modes"`
+}
+
+func parseMatrix(data []byte) (*Results, error) {
+	var m matrixFile
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("matrix report: %w", err)
+	}
+	var modes []string
+	for _, mr := range m.Modes {
+		s := mr.Mode
+		if mr.Status != "" && mr.Status != "reported" {
+			s += " (" + mr.Status + ")"
+		}
+		modes = append(modes, s)
+	}
+	res := &Results{Source: fmt.Sprintf("matrix run, one VM per host mode (%s; kernel %s, QEMU %s)",
+		strings.Join(modes, ", "), orUnknown(m.Kernel), orUnknown(m.Accel))}
+	for _, mr := range m.Modes {
+		res.addMode(mr.Mode)
+		for _, r := range mr.Records {
+			c, cx := splitCase(r.Case)
+			res.add(Outcome{Case: c, Context: cx, Runtime: r.Runtime, Mode: mr.Mode, Outcome: r.Outcome, Reason: r.Reason})
+		}
+	}
+	return res, nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// splitCase splits the matrix's "name [context]".
+func splitCase(s string) (name, context string) {
+	if i := strings.LastIndex(s, " ["); i > 0 && strings.HasSuffix(s, "]") {
+		return s[:i], s[i+2 : len(s)-1]
+	}
+	return s, ""
+}
+
+func (r *Results) addMode(mode string) {
+	if !slices.Contains(r.Modes, mode) {
+		r.Modes = append(r.Modes, mode)
+	}
+}
+
+func (r *Results) add(o Outcome) {
+	r.addMode(o.Mode)
+	r.Outcomes = append(r.Outcomes, o)
+}
+
+// marker is one table request in a PR.md.
+var marker = regexp.MustCompile(`(?m)^[ \t]*<!--[ \t]*table:([^>]*)-->[ \t]*$`)
+
+var selector = regexp.MustCompile(`^([a-z0-9][a-z0-9-]*)(\[([a-z0-9][a-z0-9-]*)\])?$`)
+
+// Selector names a case, and a context of it or ("") all of them.
+type Selector struct{ Case, Context string }
+
+func (s Selector) String() string {
+	if s.Context == "" {
+		return s.Case
+	}
+	return s.Case + "[" + s.Context + "]"
+}
+
+// Markers returns the selectors of every table marker in md, in order.
+func Markers(md string) ([][]Selector, error) {
+	var out [][]Selector
+	for _, m := range marker.FindAllStringSubmatch(md, -1) {
+		var sels []Selector
+		for _, f := range strings.Fields(m[1]) {
+			p := selector.FindStringSubmatch(f)
+			if p == nil {
+				return nil, fmt.Errorf("table marker %q: %q is not a case name or case[context]", strings.TrimSpace(m[0]), f)
+			}
+			sels = append(sels, Selector{Case: p[1], Context: p[3]})
+		}
+		if len(sels) == 0 {
+			return nil, fmt.Errorf("table marker %q names no case", strings.TrimSpace(m[0]))
+		}
+		out = append(out, sels)
+	}
+	return out, nil
+}
+
+// Unfilled replaces each marker when no report was given: the PR.md then
+// says plainly that its table is missing and how to make it.
+const Unfilled = "**Before/after table not filled: run `make matrix`, then `make upstream-series REPORT=out/matrix/report.json`.** Cases: "
+
+// Fill replaces every table marker in md with its table from res (or, with
+// res nil, with Unfilled and the cases). warnings lists cells where the after
+// runtime does not pass, for the caller to show.
+func Fill(md string, res *Results, before, after string) (out string, warnings []string, err error) {
+	if _, err := Markers(md); err != nil {
+		return "", nil, err
+	}
+	out = marker.ReplaceAllStringFunc(md, func(m string) string {
+		if err != nil {
+			return m
+		}
+		sels, _ := Markers(m)
+		if res == nil {
+			var names []string
+			for _, s := range sels[0] {
+				names = append(names, "`"+s.String()+"`")
+			}
+			return Unfilled + strings.Join(names, ", ") + "."
+		}
+		var t string
+		var w []string
+		t, w, err = Table(res, sels[0], before, after)
+		warnings = append(warnings, w...)
+		return strings.TrimSuffix(t, "\n")
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return out, warnings, nil
+}
+
+// row is a case in one context.
+type row struct{ Case, Context string }
+
+func (r row) String() string {
+	if r.Context == "" {
+		return r.Case
+	}
+	return r.Case + " [" + r.Context + "]"
+}
+
+// Symbols of a cell.
+var symbols = map[string]string{Pass: "✓", Divergence: "✗", Fail: "FAIL", Skip: "–", Missing: "?"}
+
+func symbol(outcome string) string {
+	if s, ok := symbols[outcome]; ok {
+		return s
+	}
+	return outcome
+}
+
+// Table renders the rows sels select, before → after per mode, then the
+// reasons behind every cell that is not a pass and the source line.
+func Table(res *Results, sels []Selector, before, after string) (string, []string, error) {
+	var rows []row
+	var missing []string
+	for _, s := range sels {
+		found := false
+		for _, o := range res.Outcomes {
+			if o.Case != s.Case || (s.Context != "" && o.Context != s.Context) {
+				continue
+			}
+			found = true
+			if r := (row{o.Case, o.Context}); !slices.Contains(rows, r) {
+				rows = append(rows, r)
+			}
+		}
+		if !found {
+			missing = append(missing, s.String())
+		}
+	}
+	if len(missing) > 0 {
+		return "", nil, fmt.Errorf("the report has no record of %s: run the matrix with these cases (make matrix MATRIX_FLAGS=\"-run ...\") or fix the marker", strings.Join(missing, ", "))
+	}
+	cell := map[string]Outcome{}
+	for _, o := range res.Outcomes {
+		cell[o.Case+"\x00"+o.Context+"\x00"+o.Runtime+"\x00"+o.Mode] = o
+	}
+	get := func(r row, rt, mode string) Outcome {
+		if o, ok := cell[r.Case+"\x00"+r.Context+"\x00"+rt+"\x00"+mode]; ok {
+			return o
+		}
+		return Outcome{Case: r.Case, Context: r.Context, Runtime: rt, Mode: mode, Outcome: Missing}
+	}
+	var table [][]string
+	var notes, warnings []string
+	seenNote := map[string]bool{}
+	note := func(o Outcome) {
+		if o.Outcome == Pass || o.Outcome == Skip || o.Outcome == Missing {
+			return
+		}
+		key := o.Runtime + "\x00" + row{o.Case, o.Context}.String() + "\x00" + o.Reason
+		if seenNote[key] {
+			return
+		}
+		seenNote[key] = true
+		reason := oneLine(o.Reason)
+		if reason == "" {
+			reason = "(the report gives no reason)"
+		}
+		notes = append(notes, fmt.Sprintf("- %s %s, %s: %s", symbol(o.Outcome), row{o.Case, o.Context}, o.Runtime, reason))
+	}
+	for _, r := range rows {
+		line := []string{r.String()}
+		for _, mode := range res.Modes {
+			b, a := get(r, before, mode), get(r, after, mode)
+			line = append(line, symbol(b.Outcome)+" → "+symbol(a.Outcome))
+			note(b)
+			note(a)
+			if a.Outcome != Pass && a.Outcome != Skip {
+				warnings = append(warnings, fmt.Sprintf("%s on %s: %s is %s", r, mode, after, a.Outcome))
+			}
+		}
+		table = append(table, line)
+	}
+	var b strings.Builder
+	b.WriteString(report.MarkdownTable(append([]string{"case [context]"}, res.Modes...), table))
+	fmt.Fprintf(&b, "\nEach cell: %s → %s. ✓ meets every expectation of the case; ✗ does not, a divergence the case file declares (below); FAIL an unexpected failure; – the case does not apply to that mode; ? no record.\n", before, after)
+	if len(notes) > 0 {
+		b.WriteString("\n" + strings.Join(notes, "\n") + "\n")
+	}
+	fmt.Fprintf(&b, "\n<sub>Generated by `make upstream-series` from a %s.</sub>\n", res.Source)
+	return b.String(), warnings, nil
+}
+
+// oneLine keeps a reason on one table note line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Sections are the headings every PR.md has, in this order, after its "# "
+// title: the shape of a gVisor pull request description.
+var Sections = []string{
+	"Problem",
+	"Change",
+	"Before and after",
+	"Compatibility",
+	"Requirements",
+	"How it was tested",
+	"Out of scope",
+}
+
+// CheckDescription lists what a PR.md lacks: the title, a section, a
+// reproduction in Problem and commands in How it was tested (fenced code), a
+// table marker (and no hand-typed table) in Before and after, and the name
+// of every pull request it comes after.
+func CheckDescription(md string, after []string) []string {
+	var problems []string
+	if !strings.HasPrefix(md, "# ") {
+		problems = append(problems, "does not start with a \"# \" title")
+	}
+	if _, err := Markers(md); err != nil {
+		problems = append(problems, err.Error())
+	}
+	body := map[string]string{}
+	var order []string
+	current := ""
+	for _, l := range strings.Split(md, "\n") {
+		if h, ok := strings.CutPrefix(l, "## "); ok {
+			current = strings.TrimSpace(h)
+			order = append(order, current)
+			continue
+		}
+		if current != "" {
+			body[current] += l + "\n"
+		}
+	}
+	if !slices.Equal(order, Sections) {
+		problems = append(problems, fmt.Sprintf("sections are %q, want %q", order, Sections))
+	}
+	if !strings.Contains(body["Problem"], "```") {
+		problems = append(problems, "Problem has no reproduction (a fenced code block)")
+	}
+	if !strings.Contains(body["How it was tested"], "```") {
+		problems = append(problems, "How it was tested has no commands (a fenced code block)")
+	}
+	ba := body["Before and after"]
+	if !marker.MatchString(ba) {
+		problems = append(problems, "Before and after has no <!-- table: ... --> marker")
+	}
+	for _, l := range strings.Split(ba, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "|") {
+			problems = append(problems, "Before and after holds a hand-typed table; use a <!-- table: ... --> marker")
+			break
+		}
+	}
+	for _, dep := range after {
+		if !strings.Contains(md, dep) {
+			problems = append(problems, fmt.Sprintf("does not say it depends on %s (the series says it comes after it)", dep))
+		}
+	}
+	return problems
+}
