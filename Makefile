@@ -10,7 +10,7 @@ export CGO_ENABLED = 0
 # .ci/install-deps puts Go in /usr/local/go-ci when the machine has none.
 export PATH := /usr/local/go/bin:/usr/local/go-ci/bin:$(PATH)
 
-.PHONY: all deps runsc cgconform conformance test vet fmt-check matrix bench upstream-check clean
+.PHONY: all deps runsc cgconform conformance test vet fmt-check matrix bench upstream-series upstream-check upstream-sync clean
 
 all: runsc cgconform
 
@@ -51,10 +51,25 @@ matrix: deps runsc cgconform
 bench: deps runsc
 	$(GO) run ./cmd/cgbench suite -out out/bench $(BENCH_FLAGS)
 
-# Does the series apply to an upstream checkout (git am), gofmt, go vet?
+# The series as pull requests for gVisor (README, "Sending the series
+# upstream"): OUT/NN-name/{000N-*.patch,PR.md} per pull request, authored by
+# AUTHOR_NAME/AUTHOR_EMAIL or git config user.name/user.email, the PR.md
+# tables filled from REPORT (default out/matrix/report.json if present).
+upstream-series:
+	@test -n "$(OUT)" || { echo "usage: make upstream-series OUT=dir [REPORT=out/matrix/report.json] [AUTHOR_NAME=... AUTHOR_EMAIL=...]"; exit 2; }
+	$(GO) run ./ci/cmd/upstream series -out "$(OUT)" -report "$(REPORT)" -author-name "$(AUTHOR_NAME)" -author-email "$(AUTHOR_EMAIL)"
+
+# Each pull request alone (on what it needs) and all in order, on a gVisor
+# checkout DIR at BASE (default its HEAD): git am, gofmt, BUILD entries, own
+# test, and go build/vet/test of the touched packages (on the go branch where
+# master cannot build them with go). DIR itself is only read.
 upstream-check:
-	@test -n "$(DIR)" || { echo "usage: make upstream-check DIR=/path/to/gvisor"; exit 2; }
-	ci/upstream-check "$(DIR)"
+	@test -n "$(DIR)" || { echo "usage: make upstream-check DIR=/path/to/gvisor [BASE=rev]"; exit 2; }
+	$(GO) run ./ci/cmd/upstream check -dir "$(DIR)" -base "$(or $(BASE),HEAD)"
+
+# WORKSPACE's patch list, rewritten from patches/series.
+upstream-sync:
+	$(GO) run ./ci/cmd/upstream sync
 
 clean:
 	rm -rf bin out work

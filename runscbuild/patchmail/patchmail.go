@@ -263,8 +263,8 @@ func (id Identity) Check() error {
 	if err != nil || a.Address != id.Email {
 		return fmt.Errorf("author email %q is not a plain address like jane@example.org", id.Email)
 	}
-	if strings.HasSuffix(strings.ToLower(id.Email), ".invalid") || id.String() == Placeholder {
-		return fmt.Errorf("author %q is the placeholder or an undeliverable address; give your own", id.String())
+	if id.String() == Placeholder || reservedDomain(id.Email) {
+		return fmt.Errorf("author %q is the placeholder or has an address in a domain reserved for examples (RFC 2606), which no CLA check accepts; give your own", id.String())
 	}
 	if strings.ContainsAny(id.Name, "<>\n") {
 		return fmt.Errorf("author name %q contains <, > or a newline", id.Name)
@@ -272,12 +272,37 @@ func (id Identity) Check() error {
 	return nil
 }
 
+// reservedDomain reports whether email's domain is one RFC 2606 reserves
+// (.example, .invalid, .test, .localhost, example.com/.net/.org): an
+// identity made up for a placeholder, never a person's.
+func reservedDomain(email string) bool {
+	_, domain, _ := strings.Cut(strings.ToLower(email), "@")
+	for _, tld := range []string{"example", "invalid", "test", "localhost"} {
+		if domain == tld || strings.HasSuffix(domain, "."+tld) {
+			return true
+		}
+	}
+	for _, d := range []string{"example.com", "example.net", "example.org"} {
+		if domain == d || strings.HasSuffix(domain, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
 // String is "Name <email>", as in a Signed-off-by trailer.
 func (id Identity) String() string { return id.Name + " <" + id.Email + ">" }
 
-// header is the From: value: RFC 2047-encoded when the name is not ASCII,
-// quoted when it holds specials, as net/mail writes addresses.
+// phrase matches a name that needs no quoting in a mail header: words of
+// RFC 5322 atext separated by spaces, as git format-patch writes it.
+var phrase = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+( [A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$")
+
+// header is the From: value: the plain name when it can stand unquoted,
+// else as net/mail writes it (quoted, or RFC 2047-encoded when not ASCII).
 func (id Identity) header() string {
+	if phrase.MatchString(id.Name) {
+		return id.Name + " <" + id.Email + ">"
+	}
 	return (&mail.Address{Name: id.Name, Address: id.Email}).String()
 }
 

@@ -77,9 +77,9 @@ func TestProblems(t *testing.T) {
 		want []string // substrings, one per problem, in order
 	}{
 		{name: "neutral", mail: neutral},
-		{name: "a person as author", mail: mailWith("Jane Doe <jane@example.org>", "x", "", AssistedBy), want: []string{"want the placeholder"}},
+		{name: "a person as author", mail: mailWith("Jane Doe <jane@users.noreply.github.com>", "x", "", AssistedBy), want: []string{"want the placeholder"}},
 		{name: "seed placeholder", mail: mailWith("Seed 2600061b maintainers\n <maintainers@users.noreply.a-seed-2600061b.example>", "x", "", AssistedBy), want: []string{"want the placeholder"}},
-		{name: "signed off", mail: mailWith(Placeholder, "x", "", AssistedBy, "Signed-off-by: Jane Doe <jane@example.org>"), want: []string{"names no one"}},
+		{name: "signed off", mail: mailWith(Placeholder, "x", "", AssistedBy, "Signed-off-by: Jane Doe <jane@users.noreply.github.com>"), want: []string{"names no one"}},
 		{name: "co-authored", mail: mailWith(Placeholder, "x", "", AssistedBy, "Co-authored-by: Bot <bot@example.org>"), want: []string{"names no one"}},
 		{name: "vendor suffix", mail: mailWith(Placeholder, "x", "", "Assisted-by: Claude (Anthropic)"), want: []string{"want exactly \"Assisted-by: Claude\""}},
 		{name: "vague", mail: mailWith(Placeholder, "x", "", "Assisted-by: an AI coding assistant"), want: []string{"want exactly"}},
@@ -157,14 +157,19 @@ func TestIdentityCheck(t *testing.T) {
 		id      Identity
 		wantErr string
 	}{
-		{id: Identity{Name: "Jane Doe", Email: "jane@example.org"}},
-		{id: Identity{Name: "Zoë Ångström", Email: "zoe@example.org"}},
-		{id: Identity{Name: "", Email: "jane@example.org"}, wantErr: "no author"},
+		{id: Identity{Name: "Jane Doe", Email: "jane@users.noreply.github.com"}},
+		{id: Identity{Name: "Zoë Ångström", Email: "zoe@users.noreply.github.com"}},
+		{id: Identity{Name: "", Email: "jane@users.noreply.github.com"}, wantErr: "no author"},
 		{id: Identity{Name: "Jane", Email: ""}, wantErr: "no author"},
-		{id: Identity{Name: "Jane", Email: "Jane <jane@example.org>"}, wantErr: "plain address"},
+		{id: Identity{Name: "Jane", Email: "Jane <jane@users.noreply.github.com>"}, wantErr: "plain address"},
 		{id: Identity{Name: "Jane", Email: "not-an-address"}, wantErr: "plain address"},
 		{id: Identity{Name: "Author Set At Send Time", Email: "author@send-time.invalid"}, wantErr: "placeholder"},
-		{id: Identity{Name: "Jane <x>", Email: "jane@example.org"}, wantErr: "contains <"},
+		{id: Identity{Name: "Seed 2600061b maintainers", Email: "maintainers@users.noreply.a-seed-2600061b.example"}, wantErr: "reserved for examples"},
+		{id: Identity{Name: "Jane", Email: "jane@example.org"}, wantErr: "reserved for examples"},
+		{id: Identity{Name: "Jane", Email: "jane@mail.example.com"}, wantErr: "reserved for examples"},
+		{id: Identity{Name: "Jane", Email: "jane@localhost"}, wantErr: "reserved for examples"},
+		{id: Identity{Name: "Jane", Email: "jane@example.dev"}},
+		{id: Identity{Name: "Jane <x>", Email: "jane@users.noreply.github.com"}, wantErr: "contains <"},
 	} {
 		err := tc.id.Check()
 		if tc.wantErr == "" {
@@ -180,7 +185,7 @@ func TestIdentityCheck(t *testing.T) {
 }
 
 func TestAuthor(t *testing.T) {
-	id := Identity{Name: "Jane Doe", Email: "jane@example.org"}
+	id := Identity{Name: "Jane Doe", Email: "jane@users.noreply.github.com"}
 	out, err := Author([]byte(neutral), id, 2, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -194,14 +199,14 @@ func TestAuthor(t *testing.T) {
 		got[k], _ = m.Get(k)
 	}
 	want := map[string]string{
-		"From":    `"Jane Doe" <jane@example.org>`,
+		"From":    "Jane Doe <jane@users.noreply.github.com>",
 		"Subject": "[PATCH 2/3] runsc/cgroup: create every level of a relative cgroup v2 path",
 		"Date":    "Wed, 2 Dec 2026 12:06:46 +0000",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("headers (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{AssistedBy, "Signed-off-by: Jane Doe <jane@example.org>"}, m.Trailers()); diff != "" {
+	if diff := cmp.Diff([]string{AssistedBy, "Signed-off-by: Jane Doe <jane@users.noreply.github.com>"}, m.Trailers()); diff != "" {
 		t.Errorf("trailers (-want +got):\n%s", diff)
 	}
 	one, err := Author([]byte(neutral), id, 1, 1)
@@ -228,8 +233,9 @@ func TestAuthorAppliesWithGitAm(t *testing.T) {
 		t.Skip("git is not installed")
 	}
 	for _, id := range []Identity{
-		{Name: "Jane Doe", Email: "jane@example.org"},
-		{Name: "Zoë O'Brien-Łukasz, Jr", Email: "zoe@example.org"},
+		{Name: "Jane Doe", Email: "jane@users.noreply.github.com"},
+		{Name: "Zoë O'Brien-Łukasz, Jr", Email: "zoe@users.noreply.github.com"},
+		{Name: "J. R. \"Bob\" Hacker", Email: "bob@users.noreply.github.com"},
 	} {
 		t.Run(id.Name, func(t *testing.T) {
 			dir := t.TempDir()

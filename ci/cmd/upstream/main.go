@@ -1,0 +1,228 @@
+// Command upstream prepares patches/series for gVisor: it writes the pull
+// requests with the sender's authorship and their descriptions, checks them
+// on an upstream checkout, and keeps the committed patches neutral.
+//
+//	upstream series -out DIR [-report report.json] [-author-name N -author-email E]
+//	upstream check -dir GVISOR [-base REV]
+//	upstream neutralize FILE...   # From: placeholder, one Assisted-by trailer
+//	upstream sync                 # WORKSPACE's patch list from patches/series
+//
+// See README, "Sending the series upstream".
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/runsc-cgroups/cgconform/runscbuild"
+	"github.com/runsc-cgroups/cgconform/runscbuild/patchmail"
+	"github.com/runsc-cgroups/cgconform/runscbuild/prtext"
+	"github.com/runsc-cgroups/cgconform/runscbuild/upstream"
+)
+
+func usage() {
+	fmt.Fprintf(os.Stderr, `usage:
+  upstream [-repo DIR] series -out DIR [-report FILE] [-author-name NAME -author-email EMAIL]
+  upstream [-repo DIR] check -dir GVISOR-CHECKOUT [-base REV]
+  upstream [-repo DIR] neutralize PATCH-FILE...
+  upstream [-repo DIR] sync
+`)
+	os.Exit(2)
+}
+
+func main() {
+	repo := flag.String("repo", ".", "project root: the folder with go.mod, patches/ and WORKSPACE")
+	flag.Usage = usage
+	flag.Parse()
+	if flag.NArg() < 1 {
+		usage()
+	}
+	root, err := filepath.Abs(*repo)
+	if err != nil {
+		fail(err)
+	}
+	args := flag.Args()[1:]
+	switch flag.Arg(0) {
+	case "series":
+		err = cmdSeries(root, args)
+	case "check":
+		err = cmdCheck(root, args)
+	case "neutralize":
+		err = cmdNeutralize(args)
+	case "sync":
+		err = cmdSync(root)
+	default:
+		usage()
+	}
+	if err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintf(os.Stderr, "upstream: %v\n", err)
+	os.Exit(1)
+}
+
+func readSeries(root string) (*runscbuild.Series, error) {
+	return runscbuild.ReadSeries(filepath.Join(root, "patches", runscbuild.SeriesFile))
+}
+
+// cmdNeutralize rewrites patch files in place: the From: placeholder, no
+// trailer naming a person, one Assisted-by trailer. Use it on patches fresh
+// from git format-patch before committing them.
+func cmdNeutralize(files []string) error {
+	if len(files) == 0 {
+		return fmt.Errorf("neutralize: name the patch files")
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		out, err := patchmail.Neutralize(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		if string(out) == string(data) {
+			continue
+		}
+		if err := os.WriteFile(f, out, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "upstream: neutralized %s\n", f)
+	}
+	return nil
+}
+
+// cmdSync rewrites the patch list in WORKSPACE from the series.
+func cmdSync(root string) error {
+	s, err := readSeries(root)
+	if err != nil {
+		return err
+	}
+	ws := filepath.Join(root, "WORKSPACE")
+	data, err := os.ReadFile(ws)
+	if err != nil {
+		return err
+	}
+	out, err := runscbuild.SyncWorkspace(string(data), s)
+	if err != nil {
+		return err
+	}
+	if out == string(data) {
+		fmt.Fprintf(os.Stderr, "upstream: %s already lists the series\n", ws)
+		return nil
+	}
+	if err := os.WriteFile(ws, []byte(out), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "upstream: %s now lists the series' %d patches in %d pull requests\n", ws, len(s.Patches()), len(s.PRs))
+	return nil
+}
+
+// cmdSeries writes the pull requests for sending.
+func cmdSeries(root string, args []string) error {
+	fs := flag.NewFlagSet("series", flag.ExitOnError)
+	out := fs.String("out", "", "folder to write the pull requests into (new, empty, or made by an earlier run)")
+	reportPath := fs.String("report", "", "matrix or conformance report.json for the PR.md tables (default: out/matrix/report.json when it exists)")
+	name := fs.String("author-name", "", "author and Signed-off-by name (default: git config user.name)")
+	email := fs.String("author-email", "", "author and Signed-off-by email (default: git config user.email)")
+	before := fs.String("before", "runsc-stock", "the runtime a table's cells show first")
+	after := fs.String("after", "runsc-patched", "the runtime a table's cells show second")
+	fs.Parse(args)
+	if *out == "" || fs.NArg() > 0 {
+		return fmt.Errorf("usage: upstream series -out DIR [-report FILE] [-author-name NAME -author-email EMAIL]")
+	}
+	id, source, err := upstream.Identity(root, *name, *email)
+	if err != nil {
+		return fmt.Errorf("%w (the committed patches carry a placeholder; authorship is set here)", err)
+	}
+	s, err := readSeries(root)
+	if err != nil {
+		return err
+	}
+	if *reportPath == "" {
+		if def := filepath.Join(root, "out", "matrix", "report.json"); fileExists(def) {
+			*reportPath = def
+		}
+	}
+	var res *prtext.Results
+	if *reportPath != "" {
+		if res, err = prtext.Load(*reportPath); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "upstream-series: tables from %s (%s)\n", *reportPath, res.Source)
+	}
+	fmt.Fprintf(os.Stderr, "upstream-series: author %s (from %s)\n", id, source)
+	warnings, err := upstream.Write(upstream.WriteConfig{
+		Series: s, Out: *out, Author: id, Report: res, Before: *before, After: *after, Log: os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(os.Stderr, "upstream-series: warning: %s\n", w)
+	}
+	if res == nil {
+		fmt.Fprintf(os.Stderr, "upstream-series: WARNING: no report: the PR.md tables are NOT filled (run make matrix, then pass REPORT=out/matrix/report.json)\n")
+	}
+	fmt.Fprintf(os.Stderr, "upstream-series: to open each pull request from a gVisor checkout, in order:\n%s", upstream.SendSteps(s, *out))
+	return nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// cmdCheck checks every pull request alone and in order on an upstream
+// checkout, and exits non-zero unless all pass.
+func cmdCheck(root string, args []string) error {
+	fs := flag.NewFlagSet("check", flag.ExitOnError)
+	dir := fs.String("dir", "", "a gVisor git checkout (only read: the checks run in a clone under -work)")
+	base := fs.String("base", "HEAD", "the commit of -dir to check on")
+	work := fs.String("work", filepath.Join(root, "work", "upstream-check"), "scratch folder for the clone and the go-branch tree")
+	fs.Parse(args)
+	if *dir == "" || fs.NArg() > 0 {
+		return fmt.Errorf("usage: upstream check -dir GVISOR-CHECKOUT [-base REV]")
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	s, err := readSeries(root)
+	if err != nil {
+		return err
+	}
+	unlock, err := runscbuild.Lock(*work, os.Stderr)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	m, err := runscbuild.ResolveModule(root)
+	if err != nil {
+		return err
+	}
+	verdicts, err := upstream.Check(upstream.CheckConfig{
+		Series: s, Upstream: abs, Base: *base, Work: *work, GoBranch: m, Log: os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Println("upstream-check verdicts (alone: on top of the pull requests it needs; in order: on top of every earlier one):")
+	failed := 0
+	for _, v := range verdicts {
+		fmt.Println(v.Line())
+		if !v.OK() {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d pull requests fail; the details are above the verdicts", failed, len(verdicts))
+	}
+	fmt.Printf("upstream-check: all %d pull requests pass alone and in order\n", len(verdicts))
+	return nil
+}

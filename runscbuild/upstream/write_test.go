@@ -1,0 +1,199 @@
+package upstream
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/runscbuild"
+	"github.com/runsc-cgroups/cgconform/runscbuild/patchmail"
+	"github.com/runsc-cgroups/cgconform/runscbuild/prtext"
+)
+
+func neutralMail(subject string) string {
+	return "From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001\n" +
+		"From: " + patchmail.Placeholder + "\n" +
+		"Date: Wed, 2 Dec 2026 12:06:46 +0000\n" +
+		"Subject: [PATCH 07/12] " + subject + "\n\n" +
+		"Why.\n\n" + patchmail.AssistedBy + "\n---\n" +
+		"diff --git a/x.go b/x.go\nindex 1..2 100644\n--- a/x.go\n+++ b/x.go\n@@ -1 +1 @@\n-a\n+b\n"
+}
+
+const prMD = "# runsc/cgroup: x\n\n## Before and after\n\n<!-- table: delete -->\n"
+
+const conformanceJSON = `{"schema": "cgconform/report/v1", "started": "2026-12-03T10:00:00Z", "finished": "2026-12-03T10:01:00Z",
+ "host": {"mode": "hybrid", "kernel": "6.1.0", "uid": 0, "hostname": "h", "systemdPID1": false, "cgroupNS": false, "hierarchies": []},
+ "runtimes": [], "summary": {},
+ "results": [
+  {"case": "delete", "context": "host", "runtime": "runsc-stock", "mode": "hybrid", "hostMode": "hybrid", "file": "", "source": "", "purpose": "", "outcome": "expected-divergence", "reason": "leaks", "durationMs": 1},
+  {"case": "delete", "context": "host", "runtime": "runsc-patched", "mode": "hybrid", "hostMode": "hybrid", "file": "", "source": "", "purpose": "", "outcome": "pass", "durationMs": 1}
+ ]}`
+
+func writeSeriesFixture(t *testing.T) *runscbuild.Series {
+	t.Helper()
+	dir := t.TempDir()
+	write(t, dir, map[string]string{
+		"01-levels/0001-runsc-cgroup-a.patch":     neutralMail("runsc/cgroup: a"),
+		"01-levels/0005-runsc-container-b.patch":  neutralMail("runsc/container: b"),
+		"01-levels/PR.md":                         prMD,
+		"02-empty-path/0003-runsc-cgroup-c.patch": neutralMail("runsc/cgroup: c"),
+		"02-empty-path/PR.md":                     prMD,
+		"series":                                  "pr 01-levels\n0001-runsc-cgroup-a.patch\n0005-runsc-container-b.patch\npr 02-empty-path after 01-levels\n0003-runsc-cgroup-c.patch\n",
+	})
+	s, err := runscbuild.ReadSeries(filepath.Join(dir, "series"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestWrite(t *testing.T) {
+	s := writeSeriesFixture(t)
+	res, err := prtext.Parse([]byte(conformanceJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	id := patchmail.Identity{Name: "Jane Doe", Email: "jane@users.noreply.github.com"}
+	cfg := WriteConfig{Series: s, Out: out, Author: id, Report: res, Before: "runsc-stock", After: "runsc-patched", Log: io.Discard}
+	if _, err := Write(cfg); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	err = filepath.Walk(out, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			rel, _ := filepath.Rel(out, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	want := []string{
+		".upstream-series",
+		"01-levels/0001-runsc-cgroup-a.patch",
+		"01-levels/0002-runsc-container-b.patch",
+		"01-levels/PR.md",
+		"02-empty-path/0001-runsc-cgroup-c.patch",
+		"02-empty-path/PR.md",
+	}
+	if diff := cmp.Diff(want, files); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "01-levels", "0002-runsc-container-b.patch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := patchmail.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := m.Get("Subject"); s != "[PATCH 2/2] runsc/container: b" {
+		t.Errorf("subject %q", s)
+	}
+	if f, _ := m.Get("From"); f != "Jane Doe <jane@users.noreply.github.com>" {
+		t.Errorf("from %q", f)
+	}
+	if diff := cmp.Diff([]string{patchmail.AssistedBy, "Signed-off-by: Jane Doe <jane@users.noreply.github.com>"}, m.Trailers()); diff != "" {
+		t.Errorf("trailers (-want +got):\n%s", diff)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "02-empty-path", "PR.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| delete [host] | ✗ → ✓ |") || strings.Contains(string(md), "<!-- table") {
+		t.Errorf("PR.md not filled:\n%s", md)
+	}
+
+	// Again into the same folder: allowed, and stale files go.
+	write(t, out, map[string]string{"01-levels/stale.patch": "x"})
+	cfg.Report = nil
+	if _, err := Write(cfg); err != nil {
+		t.Fatalf("second Write: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "01-levels", "stale.patch")); !os.IsNotExist(err) {
+		t.Errorf("stale file survived a second Write (stat: %v)", err)
+	}
+	md, _ = os.ReadFile(filepath.Join(out, "01-levels", "PR.md"))
+	if !strings.Contains(string(md), prtext.Unfilled) {
+		t.Errorf("PR.md without a report does not say its table is missing:\n%s", md)
+	}
+
+	// A folder it did not make is never emptied.
+	other := t.TempDir()
+	write(t, other, map[string]string{"mine.txt": "keep"})
+	cfg.Out = other
+	if _, err := Write(cfg); err == nil || !strings.Contains(err.Error(), "not made by upstream-series") {
+		t.Errorf("Write into a foreign folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(other, "mine.txt")); err != nil {
+		t.Errorf("foreign file removed: %v", err)
+	}
+
+	// No author, no output.
+	cfg.Out, cfg.Author = filepath.Join(t.TempDir(), "x"), patchmail.Identity{}
+	if _, err := Write(cfg); err == nil {
+		t.Errorf("Write without an author: no error")
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	bare := t.TempDir()
+	configured := t.TempDir()
+	mustGit(t, configured, "init", "-q")
+	mustGit(t, configured, "config", "user.name", "Git User")
+	mustGit(t, configured, "config", "user.email", "git-user@users.noreply.github.com")
+	seeded := t.TempDir()
+	mustGit(t, seeded, "init", "-q")
+	mustGit(t, seeded, "config", "user.name", "Seed 2600061b maintainers")
+	mustGit(t, seeded, "config", "user.email", "maintainers@users.noreply.a-seed-2600061b.example")
+	for _, tc := range []struct {
+		name, repo, n, e string
+		want             patchmail.Identity
+		source, wantErr  string
+	}{
+		{name: "variables", repo: bare, n: "Jane", e: "jane@users.noreply.github.com", want: patchmail.Identity{Name: "Jane", Email: "jane@users.noreply.github.com"}, source: "AUTHOR_NAME, AUTHOR_EMAIL"},
+		{name: "git config", repo: configured, want: patchmail.Identity{Name: "Git User", Email: "git-user@users.noreply.github.com"}, source: "git config user.name, git config user.email"},
+		{name: "variables win", repo: configured, e: "other@users.noreply.github.com", want: patchmail.Identity{Name: "Git User", Email: "other@users.noreply.github.com"}, source: "git config user.name, AUTHOR_EMAIL"},
+		{name: "neither", repo: bare, wantErr: "no author"},
+		{name: "placeholder", repo: bare, n: "Author Set At Send Time", e: "author@send-time.invalid", wantErr: "placeholder"},
+		{name: "made-up identity in git config", repo: seeded, wantErr: "reserved for examples"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, source, err := Identity(tc.repo, tc.n, tc.e)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Identity error = %v, want one mentioning %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id != tc.want || source != tc.source {
+				t.Errorf("Identity = %+v from %q, want %+v from %q", id, source, tc.want, tc.source)
+			}
+		})
+	}
+}
+
+func TestSendSteps(t *testing.T) {
+	s := writeSeriesFixture(t)
+	want := "  git checkout -b 01-levels origin/master && git am out/01-levels/*.patch\n" +
+		"  git checkout -b 02-empty-path origin/master && git am out/01-levels/*.patch out/02-empty-path/*.patch\n"
+	if diff := cmp.Diff(want, SendSteps(s, "out")); diff != "" {
+		t.Errorf("SendSteps (-want +got):\n%s", diff)
+	}
+}
