@@ -48,6 +48,9 @@ type Results struct {
 	Source   string   // what ran where, for the line under each table
 	Modes    []string // host modes, in the report's order: the columns
 	Outcomes []Outcome
+	// Versions maps a runtime to the version it reported, when the report
+	// has them (a conformance report does; the matrix's does not).
+	Versions map[string]string
 }
 
 // Load reads a matrix or conformance report.json.
@@ -85,7 +88,12 @@ func Parse(data []byte) (*Results, error) {
 
 func fromConformance(r *report.Report) *Results {
 	res := &Results{Source: fmt.Sprintf("conformance run on one host (mode %s, kernel %s), %s",
-		r.Host.Mode, r.Host.Kernel, r.Started.UTC().Format("2006-01-02"))}
+		r.Host.Mode, r.Host.Kernel, r.Started.UTC().Format("2006-01-02")), Versions: map[string]string{}}
+	for _, rt := range r.Runtimes {
+		if v := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(rt.Version, ";", 2)[0], "runsc version")); v != "" {
+			res.Versions[rt.Name] = v
+		}
+	}
 	for _, x := range r.Results {
 		reason := x.Reason
 		if x.Outcome == Fail {
@@ -293,22 +301,22 @@ func Table(res *Results, sels []Selector, before, after string) (string, []strin
 		return Outcome{Case: r.Case, Context: r.Context, Runtime: rt, Mode: mode, Outcome: Missing}
 	}
 	var table [][]string
-	var notes, warnings []string
-	seenNote := map[string]bool{}
+	var warnings []string
+	// A note per runtime, case, outcome and reason, naming its contexts.
+	type noteKey struct{ runtime, kase, outcome, reason string }
+	var noteOrder []noteKey
+	noteContexts := map[noteKey][]string{}
 	note := func(o Outcome) {
 		if o.Outcome == Pass || o.Outcome == Skip || o.Outcome == Missing {
 			return
 		}
-		key := o.Runtime + "\x00" + row{o.Case, o.Context}.String() + "\x00" + o.Reason
-		if seenNote[key] {
-			return
+		k := noteKey{o.Runtime, o.Case, o.Outcome, oneLine(o.Reason)}
+		if _, ok := noteContexts[k]; !ok {
+			noteOrder = append(noteOrder, k)
 		}
-		seenNote[key] = true
-		reason := oneLine(o.Reason)
-		if reason == "" {
-			reason = "(the report gives no reason)"
+		if !slices.Contains(noteContexts[k], o.Context) {
+			noteContexts[k] = append(noteContexts[k], o.Context)
 		}
-		notes = append(notes, fmt.Sprintf("- %s %s, %s: %s", symbol(o.Outcome), row{o.Case, o.Context}, o.Runtime, reason))
 	}
 	for _, r := range rows {
 		line := []string{r.String()}
@@ -323,9 +331,25 @@ func Table(res *Results, sels []Selector, before, after string) (string, []strin
 		}
 		table = append(table, line)
 	}
+	var notes []string
+	for _, k := range noteOrder {
+		reason := k.reason
+		if reason == "" {
+			reason = "(the report gives no reason)"
+		}
+		where := k.kase
+		if cx := strings.Join(noteContexts[k], ", "); cx != "" {
+			where += " [" + cx + "]"
+		}
+		notes = append(notes, fmt.Sprintf("- %s %s, %s: %s", symbol(k.outcome), where, k.runtime, reason))
+	}
+	afterWhat := "the whole series as built for the run, not this pull request alone"
+	if v := res.Versions[after]; v != "" {
+		afterWhat = v + ": " + afterWhat
+	}
 	var b strings.Builder
 	b.WriteString(report.MarkdownTable(append([]string{"case [context]"}, res.Modes...), table))
-	fmt.Fprintf(&b, "\nEach cell: %s → %s. ✓ meets every expectation of the case; ✗ does not, a divergence the case file declares (below); FAIL an unexpected failure; – the case does not apply to that mode; ? no record.\n", before, after)
+	fmt.Fprintf(&b, "\nEach cell: %s → %s (%s). ✓ meets every expectation of the case; ✗ does not, a divergence the case file declares (below); FAIL an unexpected failure; – the case does not apply to that mode; ? no record.\n", before, after, afterWhat)
 	if len(notes) > 0 {
 		b.WriteString("\n" + strings.Join(notes, "\n") + "\n")
 	}
