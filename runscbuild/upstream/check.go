@@ -262,6 +262,7 @@ func (k *checker) goBranchTree() (string, error) {
 			return "", err
 		}
 	}
+	fmt.Fprintf(k.Log, "upstream-check: go branch: %s@%s in %s (BUILD hunks excluded)\n", runscbuild.ModulePath, k.GoBranch.Version, tree)
 	k.goTree, k.prepared = tree, true
 	return tree, nil
 }

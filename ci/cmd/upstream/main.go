@@ -212,7 +212,9 @@ func cmdCheck(root string, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println("upstream-check verdicts (alone: on top of the pull requests it needs; in order: on top of every earlier one):")
+	fmt.Println("upstream-check verdicts (alone: on top of the pull requests it needs; in order: on top of every earlier one).")
+	fmt.Printf("Trees: master = %s at %s, in a clone under %s; go-branch = %s@%s (from go.mod), BUILD hunks excluded.\n",
+		abs, *base, *work, runscbuild.ModulePath, m.Version)
 	failed := 0
 	for _, v := range verdicts {
 		fmt.Println(v.Line())
