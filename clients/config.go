@@ -67,6 +67,7 @@ func (l Layout) Logs() string        { return l.Base + "/logs" }
 func (l Layout) RuncRoot() string    { return l.Base + "/runc-root" }
 func (l Layout) Pods() string        { return l.Base + "/pods" }
 func (l Layout) Opt() string         { return l.Base + "/opt" }
+func (l Layout) FIFOs() string       { return l.Base + "/fifo" }
 func (l Layout) RunscRoot(h string) string {
 	return l.Base + "/runsc-root/" + h
 }
@@ -85,6 +86,8 @@ type DaemonConfig struct {
 	SystemdCgroup bool
 	// Debug turns on containerd's debug log.
 	Debug bool
+	// Snapshotter is the CRI plugin's snapshotter ("overlayfs" when empty).
+	Snapshotter string
 }
 
 // tomlString quotes s as a TOML basic string.
@@ -123,12 +126,20 @@ func RenderConfig(c DaemonConfig) string {
 	w("  stream_server_address = \"127.0.0.1\"")
 	w("  stream_server_port = \"0\"")
 	w("[plugins.\"io.containerd.cri.v1.images\"]")
-	w("  snapshotter = \"overlayfs\"")
+	snap := c.Snapshotter
+	if snap == "" {
+		snap = "overlayfs"
+	}
+	w("  snapshotter = %s", tomlString(snap))
 	w("  [plugins.\"io.containerd.cri.v1.images\".pinned_images]")
 	w("    sandbox = %s", tomlString(ImageName))
 	w("[plugins.\"io.containerd.cri.v1.runtime\"]")
 	w("  enable_cdi = false")
 	w("  cdi_spec_dirs = []")
+	// The kubelet asks for oom_score_adj -998 for a sandbox; a host (or the
+	// container this runs in) without CAP_SYS_RESOURCE refuses a value below
+	// containerd's own, and runc's init dies on it.
+	w("  restrict_oom_score_adj = true")
 	w("  [plugins.\"io.containerd.cri.v1.runtime\".cni]")
 	w("    bin_dirs = [%s]", tomlString(l.Base+"/cni/bin"))
 	w("    conf_dir = %s", tomlString(l.Base+"/cni/conf"))

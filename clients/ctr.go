@@ -45,7 +45,7 @@ func (c *Containerd) RuntimeArgs(h Handler) []string {
 // empty cgroupsPath (--cgroup "" set explicitly; ctr's default would be
 // /<namespace>/<id>).
 func (c *Containerd) RunArgs(h Handler, annotate bool, extra ...string) []string {
-	args := append([]string{"run", "-d"}, c.RuntimeArgs(h)...)
+	args := append([]string{"run", "-d", "--fifo-dir", c.Layout.FIFOs(), "--snapshotter", c.Snapshotter}, c.RuntimeArgs(h)...)
 	args = append(args, "--cgroup", "")
 	if annotate && h.IsRunsc() {
 		args = append(args, "--annotation", AnnotationContainerType+"="+ContainerTypeSandbox)
@@ -173,7 +173,7 @@ func (c *Containerd) ReproRunRm(ctx context.Context, h string) Repro {
 	hd := c.Handlers[h]
 	id := randomID("rm-")
 	ns := CtrNamespaces[0]
-	args := append([]string{"run", "--rm"}, c.RuntimeArgs(hd)...)
+	args := append([]string{"run", "--rm", "--fifo-dir", c.Layout.FIFOs(), "--snapshotter", c.Snapshotter}, c.RuntimeArgs(hd)...)
 	if hd.IsRunsc() {
 		args = append(args, "--annotation", AnnotationContainerType+"="+ContainerTypeSandbox)
 	}

@@ -50,12 +50,15 @@ type Options struct {
 type Containerd struct {
 	Layout   Layout
 	Handlers map[string]Handler
-	PID      int
-	Host     *cgroupfs.Host
-	opts     Options
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	logFile  *os.File
+	// Snapshotter is overlayfs where the kernel has it, else native (a
+	// VM kernel without the overlay module).
+	Snapshotter string
+	PID         int
+	Host        *cgroupfs.Host
+	opts        Options
+	cmd         *exec.Cmd
+	exited      chan struct{}
+	logFile     *os.File
 	// madeRunContainerd lists the folders of /run/containerd this process
 	// created (the shims' socket folder), deepest last; sockets lists the
 	// shim sockets that existed before, so Stop can tell new ones.
@@ -118,7 +121,7 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 
 func (c *Containerd) prepare() error {
 	l := c.Layout
-	for _, d := range []string{l.Root(), l.State(), l.Logs(), l.RuncRoot(), l.Pods(), l.Opt()} {
+	for _, d := range []string{l.Root(), l.State(), l.Logs(), l.RuncRoot(), l.Pods(), l.Opt(), l.FIFOs()} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
 			return err
 		}
@@ -139,7 +142,11 @@ func (c *Containerd) prepare() error {
 			return err
 		}
 	}
-	cfg := RenderConfig(DaemonConfig{Layout: l, Handlers: hs, SystemdCgroup: c.opts.SystemdCgroup, Debug: c.opts.Debug})
+	c.Snapshotter = "native"
+	if fs, err := os.ReadFile("/proc/filesystems"); err == nil && HasOverlay(string(fs)) {
+		c.Snapshotter = "overlayfs"
+	}
+	cfg := RenderConfig(DaemonConfig{Layout: l, Handlers: hs, SystemdCgroup: c.opts.SystemdCgroup, Debug: c.opts.Debug, Snapshotter: c.Snapshotter})
 	if err := os.WriteFile(l.Config(), []byte(cfg), 0o644); err != nil {
 		return err
 	}
@@ -148,7 +155,7 @@ func (c *Containerd) prepare() error {
 	}
 	// Note what of /run/containerd exists, so Stop removes only what this
 	// containerd's shims made.
-	for _, d := range []string{"/run/containerd", ShimSocketDir} {
+	for _, d := range []string{"/run/containerd", ShimSocketDir, "/run/containerd/fifo"} {
 		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
 			c.madeRunContainerd = append(c.madeRunContainerd, d)
 		}
@@ -267,10 +274,7 @@ func (c *Containerd) run(ctx context.Context, limit time.Duration, name string, 
 	start := time.Now()
 	err := cmd.Run()
 	st.Seconds = time.Since(start).Seconds()
-	st.Output = strings.TrimSpace(out.String())
-	if len(st.Output) > 4000 {
-		st.Output = st.Output[:4000] + "…"
-	}
+	st.Output = dropNoise(out.String())
 	if cmd.ProcessState != nil {
 		st.Exit = cmd.ProcessState.ExitCode()
 	}
@@ -323,7 +327,7 @@ func firstWords(args []string, n int) string {
 // ImportImage imports the local image into namespace ns (ctr images
 // import; the snapshotter unpacks it).
 func (c *Containerd) ImportImage(ctx context.Context, ns string) Step {
-	st := c.Ctr(ctx, 2*time.Minute, ns, "images", "import", "--platform", "linux/"+runtimeArch(), c.Layout.Image())
+	st := c.Ctr(ctx, 2*time.Minute, ns, "images", "import", "--snapshotter", c.Snapshotter, "--platform", "linux/"+runtimeArch(), c.Layout.Image())
 	if st.OK() && !strings.Contains(st.Output, ImageName) {
 		st.Err = "ctr images import did not name " + ImageName + ": " + st.Output
 	}
@@ -463,4 +467,26 @@ func tail(path string, n int) string {
 
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// HasOverlay reports whether /proc/filesystems lists overlay.
+func HasOverlay(filesystems string) bool {
+	for _, line := range strings.Split(filesystems, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[len(f)-1] == "overlay" {
+			return true
+		}
+	}
+	return false
+}
+
+// dropNoise removes the line containerd 2.2+ clients print on every call on
+// a cgroup v1 host (a deprecation warning), keeping the rest.
+func dropNoise(out string) string {
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.Contains(l, "DEPRECATION: The support for cgroup v1 is deprecated") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }

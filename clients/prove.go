@@ -83,16 +83,13 @@ func Prove(ctx context.Context, o ProveOptions) (*Report, error) {
 		Versions: versions(o.Bins)}
 	var tree *cgroupfs.Tree
 	if o.UseTree {
-		var b [4]byte
-		rand.Read(b[:])
-		tree = &cgroupfs.Tree{Host: host, Root: "/cgclients-" + hex.EncodeToString(b[:])}
-		if err := tree.Mkdir(tree.Root); err != nil {
-			removeTree(host, tree.Root)
-			return nil, fmt.Errorf("making the test cgroup %s: %w", tree.Root, err)
+		var remove func() []string
+		if tree, remove, err = NewTestTree(host); err != nil {
+			return nil, err
 		}
 		rep.TestRoot = tree.Root
 		defer func() {
-			for _, l := range removeTree(host, tree.Root) {
+			for _, l := range remove() {
 				rep.Problems = append(rep.Problems, "could not remove the test cgroup: "+l)
 			}
 		}()
@@ -168,6 +165,21 @@ func leftSummary(l Leftovers) string {
 	return fmt.Sprintf("%d cgroups, %d processes, %d mounts", len(l.Cgroups), len(l.Processes), len(l.Mounts))
 }
 
+// NewTestTree makes a test cgroup "/cgclients-<random>" in every hierarchy
+// and returns it with the function that removes it (and reports what it
+// could not remove).
+func NewTestTree(host *cgroupfs.Host) (*cgroupfs.Tree, func() []string, error) {
+	var b [4]byte
+	rand.Read(b[:])
+	tree := &cgroupfs.Tree{Host: host, Root: "/cgclients-" + hex.EncodeToString(b[:])}
+	remove := func() []string { return removeTree(host, tree.Root) }
+	if err := tree.Mkdir(tree.Root); err != nil {
+		remove()
+		return nil, nil, fmt.Errorf("making the test cgroup %s: %w", tree.Root, err)
+	}
+	return tree, remove, nil
+}
+
 // removeTree removes a test cgroup in every hierarchy.
 func removeTree(host *cgroupfs.Host, root string) []string {
 	var left []string
@@ -186,7 +198,7 @@ func versions(b *build.Binaries) map[string]string {
 			out[name] = "error: " + err.Error()
 			return
 		}
-		out[name] = strings.TrimSpace(strings.SplitN(o, "\n", 2)[0])
+		out[name] = strings.Join(strings.Fields(o), " ")
 	}
 	ask("containerd", b.Containerd, "--version")
 	ask("ctr", b.Ctr, "--version")

@@ -268,8 +268,8 @@ func Table(runs []*Run) string {
 		if parent == "" {
 			parent = "(empty cgroupsPath)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Scenario, r.Handler, r.Driver, parent,
-			strings.Join(pl, "<br>"), strings.Join(td, "<br>"), left)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Scenario, r.Handler, r.Driver, cell(parent),
+			cell(strings.Join(pl, "<br>")), cell(strings.Join(td, "<br>")), cell(left))
 	}
 	return b.String()
 }
@@ -338,4 +338,9 @@ func refKey(rep *Report) string {
 		return rep.Runs[0].RefHierarchy
 	}
 	return "memory"
+}
+
+// cell makes s fit in one markdown table cell.
+func cell(s string) string {
+	return strings.NewReplacer("\n", " ", "|", "\\|").Replace(s)
 }

@@ -165,6 +165,10 @@ func All(c Config) (*Binaries, error) {
 // Find returns the binaries under binDir without building anything; it
 // fails naming the first one missing (run make clients).
 func Find(binDir string) (*Binaries, error) {
+	binDir, err := filepath.Abs(binDir)
+	if err != nil {
+		return nil, err
+	}
 	b := &Binaries{
 		Containerd: filepath.Join(binDir, "containerd"),
 		Ctr:        filepath.Join(binDir, "ctr"),

@@ -19,6 +19,7 @@ import (
 
 	"github.com/runsc-cgroups/cgconform/clients"
 	"github.com/runsc-cgroups/cgconform/clients/build"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 )
 
 func main() {
@@ -33,6 +34,8 @@ func main() {
 		err = cmdBuild(os.Args[2:])
 	case "prove":
 		err = cmdProve(ctx, os.Args[2:])
+	case "serve":
+		err = cmdServe(ctx, os.Args[2:])
 	case "vm":
 		err = cmdVM(ctx, os.Args[2:])
 	default:
@@ -115,4 +118,43 @@ func split(s string) []string {
 		out = append(out, f)
 	}
 	return out
+}
+
+// cmdServe starts a private containerd and keeps it until interrupted,
+// printing how to reach it: for trying things by hand.
+func cmdServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	binDir := fs.String("bin", "bin", "folder with the built clients")
+	busybox := fs.String("busybox", "/bin/busybox", "static busybox for the local image")
+	systemd := fs.Bool("systemd-cgroup", false, "SystemdCgroup")
+	debug := fs.Bool("debug", false, "containerd debug log")
+	runc := fs.String("runc", "", "runc binary of the runc handler (default: runc in PATH)")
+	fs.Parse(args)
+	bins, err := build.Find(*binDir)
+	if err != nil {
+		return err
+	}
+	host, err := cgroupfs.Detect()
+	if err != nil {
+		return err
+	}
+	tree, remove, err := clients.NewTestTree(host)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if left := remove(); len(left) > 0 {
+			fmt.Printf("could not remove the test cgroup: %v\n", left)
+		}
+	}()
+	c, err := clients.Start(ctx, clients.Options{Bins: bins, Busybox: *busybox, SystemdCgroup: *systemd, Debug: *debug, Tree: tree, Runc: *runc, Log: os.Stderr})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("test cgroup %s (make pods' cgroup_parent below it)\ncontainerd pid %d\nexport CONTAINERD_ADDRESS=%s\nexport CONTAINER_RUNTIME_ENDPOINT=unix://%s\nlog: %s\nconfig: %s\n",
+		tree.Root, c.PID, c.Layout.Socket(), c.Layout.Socket(), c.Layout.Log(), c.Layout.Config())
+	<-ctx.Done()
+	r := c.Stop()
+	fmt.Printf("stopped: %+v\n", r)
+	return nil
 }
