@@ -11,6 +11,7 @@ package clients
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -166,6 +167,12 @@ func RenderConfig(c DaemonConfig) string {
 			w("        SystemdCgroup = %t", c.SystemdCgroup)
 		}
 	}
+	// ctr images import unpacks through the transfer service, which only
+	// knows the default snapshotter unless told.
+	w("[plugins.\"io.containerd.transfer.v1.local\"]")
+	w("  [[plugins.\"io.containerd.transfer.v1.local\".unpack_config]]")
+	w("    platform = %s", tomlString("linux/"+runtime.GOARCH))
+	w("    snapshotter = %s", tomlString(snap))
 	w("[plugins.\"io.containerd.nri.v1.nri\"]")
 	w("  disable = true")
 	return b.String()

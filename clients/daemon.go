@@ -41,9 +41,12 @@ type Options struct {
 	// it starts) runs in Tree.Root + "/containerd" in every hierarchy, and
 	// everything below Tree.Root is checked for leaks. Nil leaves
 	// containerd in the caller's cgroup (a VM's payload unit).
-	Tree  *cgroupfs.Tree
-	Debug bool
-	Log   io.Writer
+	Tree *cgroupfs.Tree
+	// Snapshotter forces a snapshotter; "" picks overlayfs when the
+	// kernel has it, else native.
+	Snapshotter string
+	Debug       bool
+	Log         io.Writer
 }
 
 // Containerd is a running private containerd.
@@ -113,8 +116,8 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 	if err := c.waitReady(ctx); err != nil {
 		return c, err
 	}
-	if st := c.ImportImage(ctx, CRINamespace); st.Err != "" {
-		return c, fmt.Errorf("importing the image: %s", st.Err)
+	if st := c.ImportImage(ctx, CRINamespace); !st.OK() {
+		return c, fmt.Errorf("importing the image: exit %d %s %s", st.Exit, st.Err, st.Output)
 	}
 	return c, nil
 }
@@ -142,9 +145,12 @@ func (c *Containerd) prepare() error {
 			return err
 		}
 	}
-	c.Snapshotter = "native"
-	if fs, err := os.ReadFile("/proc/filesystems"); err == nil && HasOverlay(string(fs)) {
-		c.Snapshotter = "overlayfs"
+	c.Snapshotter = c.opts.Snapshotter
+	if c.Snapshotter == "" {
+		c.Snapshotter = "native"
+		if fs, err := os.ReadFile("/proc/filesystems"); err == nil && HasOverlay(string(fs)) {
+			c.Snapshotter = "overlayfs"
+		}
 	}
 	cfg := RenderConfig(DaemonConfig{Layout: l, Handlers: hs, SystemdCgroup: c.opts.SystemdCgroup, Debug: c.opts.Debug, Snapshotter: c.Snapshotter})
 	if err := os.WriteFile(l.Config(), []byte(cfg), 0o644); err != nil {

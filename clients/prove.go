@@ -58,8 +58,9 @@ type ProveOptions struct {
 	// the pods at the kubelet's default root (a throw-away VM).
 	UseTree bool
 	// Repros runs the client problems' reproductions too.
-	Repros bool
-	Log    io.Writer
+	Repros      bool
+	Snapshotter string // "" for overlayfs when available, else native
+	Log         io.Writer
 }
 
 // Prove starts a private containerd, runs every scenario with every
@@ -94,7 +95,7 @@ func Prove(ctx context.Context, o ProveOptions) (*Report, error) {
 			}
 		}()
 	}
-	c, err := Start(ctx, Options{Bins: o.Bins, Busybox: o.Busybox, SystemdCgroup: o.SystemdCgroup, Tree: tree, Log: o.Log})
+	c, err := Start(ctx, Options{Bins: o.Bins, Busybox: o.Busybox, SystemdCgroup: o.SystemdCgroup, Tree: tree, Snapshotter: o.Snapshotter, Log: o.Log})
 	if err != nil {
 		return nil, err
 	}

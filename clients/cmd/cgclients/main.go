@@ -79,6 +79,7 @@ func cmdProve(ctx context.Context, args []string) error {
 	systemd := fs.Bool("systemd-cgroup", false, "SystemdCgroup: the systemd cgroup driver (needs systemd as PID 1)")
 	tree := fs.Bool("tree", true, "run below a test cgroup made and removed here (false in a throw-away VM)")
 	repros := fs.Bool("repros", false, "also run the reproductions of the client problems (README)")
+	snap := fs.String("snapshotter", "", "containerd snapshotter (default overlayfs when the kernel has it, else native)")
 	fs.Parse(args)
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("prove needs root (containerd, cgroups)")
@@ -89,7 +90,7 @@ func cmdProve(ctx context.Context, args []string) error {
 	}
 	rep, err := clients.Prove(ctx, clients.ProveOptions{
 		Bins: bins, Busybox: *busybox, Handlers: split(*handlers), Scenarios: split(*scenarios),
-		SystemdCgroup: *systemd, UseTree: *tree, Repros: *repros, Log: os.Stderr,
+		SystemdCgroup: *systemd, UseTree: *tree, Repros: *repros, Snapshotter: *snap, Log: os.Stderr,
 	})
 	if err != nil {
 		return err
