@@ -26,8 +26,9 @@ func vmCommand(drivers []string, proveArgs string) string {
 			flag = " -systemd-cgroup"
 		}
 		fmt.Fprintf(&b, "echo \"cgclients: prove driver %s\"\n", d)
-		fmt.Fprintf(&b, "$P/cgclients prove -bin $P -busybox /bin/busybox%s %s -out \"$CGM_OUT/%s\" >\"$CGM_OUT/%s.md\" 2>\"$CGM_OUT/%s.log\" || rc=1\n", flag, proveArgs, d, d, d)
-		fmt.Fprintf(&b, "tail -n 3 \"$CGM_OUT/%s.log\"\n", d)
+		// Progress on the console as it happens, the report in a file.
+		fmt.Fprintf(&b, "{ $P/cgclients prove -bin $P -busybox /bin/busybox%s %s -out \"$CGM_OUT/%s\" >\"$CGM_OUT/%s.md\"; echo $? >\"$CGM_OUT/%s.rc\"; } 2>&1 | tee \"$CGM_OUT/%s.log\"\n", flag, proveArgs, d, d, d, d)
+		fmt.Fprintf(&b, "[ \"$(cat \"$CGM_OUT/%s.rc\")\" = 0 ] || rc=1\n", d)
 	}
 	b.WriteString("echo \"cgclients: exit=$rc\"\nexit $rc\n")
 	return b.String()
@@ -44,6 +45,7 @@ func cmdVM(ctx context.Context, args []string) error {
 	timeout := fs.Duration("timeout", 45*time.Minute, "the VM's time limit")
 	cpus := fs.Int("cpus", 2, "vCPUs")
 	mem := fs.Int("mem", 4096, "memory MiB")
+	prepare := fs.Bool("prepare", false, "only build (or find) the mode's images, boot nothing")
 	fs.Parse(args)
 
 	m, err := vmimage.ModeByName(*mode)
@@ -100,6 +102,10 @@ func cmdVM(ctx context.Context, args []string) error {
 	unlock()
 	if err != nil {
 		return fmt.Errorf("the VM images: %w", err)
+	}
+	if *prepare {
+		fmt.Fprintf(os.Stderr, "cgclients: images ready: %s %s\n", kernel, base)
+		return nil
 	}
 	p := vmimage.Payload{Bins: map[string]string{"cgclients": self}, Command: vmCommand(ds, proveArgs)}
 	for _, path := range bins.Paths() {
