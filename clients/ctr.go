@@ -219,5 +219,10 @@ func (c *Containerd) ReproNoAnnotation(ctx context.Context, h string, limit time
 		s.Name = strings.Join(a[:2], " ")
 		rp.Steps = append(rp.Steps, s)
 	}
+	// containerd never learnt of the task, so nothing deletes the sandbox
+	// runsc started: do it as an operator would.
+	s := c.run(ctx, time.Minute, "runsc delete --force", hd.Runsc, "--root", c.Layout.RunscRoot(h)+"/"+ns, "delete", "--force", id)
+	rp.Steps = append(rp.Steps, s)
+	rp.Note = "ctr was killed after the limit; runsc delete --force removed the sandbox it had started"
 	return rp
 }

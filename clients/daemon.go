@@ -67,6 +67,9 @@ type Containerd struct {
 	// shim sockets that existed before, so Stop can tell new ones.
 	madeRunContainerd []string
 	sockets           map[string]bool
+	// madeHosts is set when Start wrote /etc/hosts (a busybox VM has
+	// none, and the CRI plugin copies it into every pod).
+	madeHosts bool
 }
 
 func (c *Containerd) logf(format string, args ...any) {
@@ -169,6 +172,13 @@ func (c *Containerd) prepare() error {
 	ents, _ := os.ReadDir(ShimSocketDir)
 	for _, e := range ents {
 		c.sockets[e.Name()] = true
+	}
+	if _, err := os.Stat("/etc/hosts"); errors.Is(err, fs.ErrNotExist) {
+		if err := os.WriteFile("/etc/hosts", []byte("127.0.0.1 localhost\n::1 localhost\n"), 0o644); err != nil {
+			return fmt.Errorf("this host has no /etc/hosts and the CRI plugin needs one: %w", err)
+		}
+		c.madeHosts = true
+		c.logf("wrote /etc/hosts (there was none); Stop removes it")
 	}
 	return nil
 }
@@ -426,6 +436,9 @@ func (c *Containerd) Stop() StopReport {
 			r.ShimSockets = append(r.ShimSockets, p)
 			os.Remove(p)
 		}
+	}
+	if c.madeHosts {
+		os.Remove("/etc/hosts")
 	}
 	for i := len(c.madeRunContainerd) - 1; i >= 0; i-- {
 		// Only if empty: another containerd may have started meanwhile.
