@@ -167,13 +167,15 @@ type Repro struct {
 	Note  string `json:"note"`
 }
 
-// ReproRunRm runs `ctr run --rm IMAGE ID /bin/true` with handler h: under
+// ReproRunRm runs `ctr run --rm --cgroup "" IMAGE ID /bin/true` with handler h: under
 // the runsc shim it exits 128 (see README); under the runc shim 0.
 func (c *Containerd) ReproRunRm(ctx context.Context, h string) Repro {
 	hd := c.Handlers[h]
 	id := randomID("rm-")
 	ns := CtrNamespaces[0]
-	args := append([]string{"run", "--rm", "--fifo-dir", c.Layout.FIFOs(), "--snapshotter", c.Snapshotter}, c.RuntimeArgs(hd)...)
+	// --cgroup "": ctr's default /<namespace>/<id> would leave /<namespace>
+	// at the root of every hierarchy under runc (it removes only the leaf).
+	args := append([]string{"run", "--rm", "--fifo-dir", c.Layout.FIFOs(), "--snapshotter", c.Snapshotter, "--cgroup", ""}, c.RuntimeArgs(hd)...)
 	if hd.IsRunsc() {
 		args = append(args, "--annotation", AnnotationContainerType+"="+ContainerTypeSandbox)
 	}
