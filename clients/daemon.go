@@ -67,9 +67,10 @@ type Containerd struct {
 	// shim sockets that existed before, so Stop can tell new ones.
 	madeRunContainerd []string
 	sockets           map[string]bool
-	// madeHosts is set when Start wrote /etc/hosts (a busybox VM has
-	// none, and the CRI plugin copies it into every pod).
-	madeHosts bool
+	// madeEtc lists the files Start wrote in /etc because there were none
+	// (a busybox VM): the CRI plugin copies hosts and resolv.conf into
+	// every pod.
+	madeEtc []string
 }
 
 func (c *Containerd) logf(format string, args ...any) {
@@ -173,12 +174,17 @@ func (c *Containerd) prepare() error {
 	for _, e := range ents {
 		c.sockets[e.Name()] = true
 	}
-	if _, err := os.Stat("/etc/hosts"); errors.Is(err, fs.ErrNotExist) {
-		if err := os.WriteFile("/etc/hosts", []byte("127.0.0.1 localhost\n::1 localhost\n"), 0o644); err != nil {
-			return fmt.Errorf("this host has no /etc/hosts and the CRI plugin needs one: %w", err)
+	for _, f := range []struct{ path, data string }{
+		{"/etc/hosts", "127.0.0.1 localhost\n::1 localhost\n"},
+		{"/etc/resolv.conf", "# written by cgclients: pods use the host network, no DNS\n"},
+	} {
+		if _, err := os.Stat(f.path); errors.Is(err, fs.ErrNotExist) {
+			if err := os.WriteFile(f.path, []byte(f.data), 0o644); err != nil {
+				return fmt.Errorf("this host has no %s and the CRI plugin needs one: %w", f.path, err)
+			}
+			c.madeEtc = append(c.madeEtc, f.path)
+			c.logf("wrote %s (there was none); Stop removes it", f.path)
 		}
-		c.madeHosts = true
-		c.logf("wrote /etc/hosts (there was none); Stop removes it")
 	}
 	return nil
 }
@@ -437,8 +443,8 @@ func (c *Containerd) Stop() StopReport {
 			os.Remove(p)
 		}
 	}
-	if c.madeHosts {
-		os.Remove("/etc/hosts")
+	for _, f := range c.madeEtc {
+		os.Remove(f)
 	}
 	for i := len(c.madeRunContainerd) - 1; i >= 0; i-- {
 		// Only if empty: another containerd may have started meanwhile.
