@@ -10,7 +10,7 @@ export CGO_ENABLED = 0
 # .ci/install-deps puts Go in /usr/local/go-ci when the machine has none.
 export PATH := /usr/local/go/bin:/usr/local/go-ci/bin:$(PATH)
 
-.PHONY: all deps runsc cgconform conformance test vet fmt-check matrix bench upstream-series upstream-check upstream-sync clean
+.PHONY: all deps runsc cgconform clients clients-prove clients-vm conformance test vet fmt-check matrix bench upstream-series upstream-check upstream-sync clean
 
 all: runsc cgconform
 
@@ -25,6 +25,20 @@ runsc:
 
 cgconform:
 	$(GO) build -o bin/cgconform ./cmd/cgconform
+
+# Real clients (clients/): containerd 2.x with CRI, ctr, the runc shim and
+# crictl from the Go module proxy, gVisor's runsc shim from the stock and
+# patched trees; rebuilt only when a pinned version changes.
+clients: runsc
+	$(GO) run ./clients/cmd/cgclients build
+	$(GO) build -o bin/cgclients ./clients/cmd/cgclients
+
+# Drive them on this host (below a test cgroup) / in a systemd-v2 VM.
+clients-prove: clients
+	bin/cgclients prove -repros -out out/clients/host $(CLIENTS_FLAGS)
+
+clients-vm: clients
+	bin/cgclients vm -out out/clients/vm $(CLIENTS_FLAGS)
 
 # The main job: every case on this host against every available runtime.
 conformance: deps runsc cgconform

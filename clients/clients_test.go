@@ -1,0 +1,325 @@
+package clients
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var tableHeader = regexp.MustCompile(`^\s*\[\[?([^\]]+)\]\]?\s*$`)
+
+// tables lists the TOML table headers of a rendered file, failing on
+// duplicates (TOML forbids defining a table twice).
+func tables(t *testing.T, toml string) []string {
+	t.Helper()
+	var out []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(toml, "\n") {
+		m := tableHeader.FindStringSubmatch(line)
+		if m == nil || strings.HasPrefix(strings.TrimSpace(line), "[[") {
+			continue
+		}
+		if seen[m[1]] {
+			t.Errorf("table [%s] defined twice", m[1])
+		}
+		seen[m[1]] = true
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func testHandlers() []Handler {
+	return []Handler{
+		{Name: HandlerRunsc, Shim: "/b/containerd-shim-runsc-v1-patched", Runsc: "/b/runsc-patched"},
+		{Name: HandlerRunscStock, Shim: "/b/containerd-shim-runsc-v1-stock", Runsc: "/b/runsc-stock"},
+		{Name: HandlerRunc, Shim: "/b/containerd-shim-runc-v2", Runc: "/usr/sbin/runc"},
+	}
+}
+
+func TestRenderConfig(t *testing.T) {
+	l := Layout{Base: "/tmp/cgc-x"}
+	for _, systemd := range []bool{false, true} {
+		cfg := RenderConfig(DaemonConfig{Layout: l, Handlers: testHandlers(), SystemdCgroup: systemd, Snapshotter: "native"})
+		ts := tables(t, cfg)
+		for _, want := range []string{
+			`grpc`, `ttrpc`,
+			`plugins."io.containerd.cri.v1.images".pinned_images`,
+			`plugins."io.containerd.cri.v1.runtime".containerd.runtimes."runsc".options`,
+			`plugins."io.containerd.cri.v1.runtime".containerd.runtimes."runsc-stock".options`,
+			`plugins."io.containerd.cri.v1.runtime".containerd.runtimes."runc".options`,
+		} {
+			found := false
+			for _, x := range ts {
+				found = found || x == want
+			}
+			if !found {
+				t.Errorf("no table [%s] in:\n%s", want, cfg)
+			}
+		}
+		for _, want := range []string{
+			`version = 3`,
+			`root = "/tmp/cgc-x/root"`,
+			`state = "/tmp/cgc-x/state"`,
+			`address = "/tmp/cgc-x/containerd.sock"`,
+			`sandbox = "` + ImageName + `"`,
+			`snapshotter = "native"`,
+			`restrict_oom_score_adj = true`,
+			`runtime_path = "/b/containerd-shim-runsc-v1-stock"`,
+			`ConfigPath = "/tmp/cgc-x/runsc-stock.toml"`,
+			`TypeUrl = "io.containerd.runsc.v1.options"`,
+			`BinaryName = "/usr/sbin/runc"`,
+			`Root = "/tmp/cgc-x/runc-root"`,
+		} {
+			if !strings.Contains(cfg, want) {
+				t.Errorf("systemd=%t: config lacks %q:\n%s", systemd, want, cfg)
+			}
+		}
+		wantSystemd := "SystemdCgroup = false"
+		if systemd {
+			wantSystemd = "SystemdCgroup = true"
+		}
+		if strings.Count(cfg, wantSystemd) != 1 {
+			t.Errorf("want %q once (the runc handler), config:\n%s", wantSystemd, cfg)
+		}
+		// Nothing may point outside the private base but the binaries.
+		for _, line := range strings.Split(cfg, "\n") {
+			if i := strings.Index(line, `"/`); i >= 0 && !strings.Contains(line, `"/tmp/cgc-x`) && !strings.Contains(line, `"/b/`) && !strings.Contains(line, `"/usr/sbin/runc"`) {
+				t.Errorf("path outside the base folder: %s", line)
+			}
+		}
+	}
+}
+
+func TestRenderRunscConfig(t *testing.T) {
+	got := RenderRunscConfig(RunscConfig{Binary: "/b/runsc-patched", Root: "/r/runsc", DebugLog: "/l/", SystemdCgroup: true})
+	want := `# Written by clients.RenderRunscConfig.
+binary_name = "/b/runsc-patched"
+root = "/r/runsc"
+
+[runsc_config]
+  "debug-log" = "/l/"
+  "network" = "none"
+  "systemd-cgroup" = "true"
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if strings.Contains(RenderRunscConfig(RunscConfig{Binary: "b", Root: "r"}), "systemd-cgroup") {
+		t.Error("systemd-cgroup set without SystemdCgroup")
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	for _, tc := range []struct {
+		stat      string
+		pid, ppid int
+		comm      string
+		bad       bool
+	}{
+		{stat: "123 (containerd) S 1 123 123 0 -1", pid: 123, ppid: 1, comm: "containerd"},
+		{stat: "77 (a) b) (c) R 55 77 0", pid: 77, ppid: 55, comm: "a) b) (c"},
+		{stat: "88 (runsc-sandbox) S 87 1 1", pid: 88, ppid: 87, comm: "runsc-sandbox"},
+		{stat: "garbage", bad: true},
+		{stat: "9 (x)", bad: true},
+	} {
+		pid, ppid, comm, err := parseStat(tc.stat)
+		if (err != nil) != tc.bad {
+			t.Errorf("%q: err %v, want bad=%t", tc.stat, err, tc.bad)
+			continue
+		}
+		if !tc.bad && (pid != tc.pid || ppid != tc.ppid || comm != tc.comm) {
+			t.Errorf("%q: got %d %d %q", tc.stat, pid, ppid, comm)
+		}
+	}
+}
+
+func TestOursAndRoles(t *testing.T) {
+	base := "/tmp/cgclients-1"
+	all := []procInfo{
+		{pid: 1, ppid: 0, comm: "init", argv: []string{"/sbin/init"}},
+		{pid: 10, ppid: 1, comm: "containerd", argv: []string{"/b/containerd", "--config", base + "/config.toml"}},
+		{pid: 20, ppid: 1, comm: "containerd-shim", argv: []string{"/b/containerd-shim-runsc-v1-patched", "-namespace", "k8s.io", "-address", base + "/containerd.sock"}},
+		{pid: 21, ppid: 20, comm: "exe", argv: []string{"runsc-sandbox", "--root=" + base + "/runsc-root/runsc", "boot"}},
+		{pid: 22, ppid: 20, comm: "exe", argv: []string{"runsc-gofer", "--root=" + base + "/runsc-root/runsc", "gofer"}},
+		{pid: 30, ppid: 1, comm: "containerd-shim", argv: []string{"/b/containerd-shim-runc-v2", "-address", base + "/containerd.sock"}},
+		{pid: 31, ppid: 30, comm: "sh", argv: []string{"/bin/sh", "-c", "sleep"}},
+		{pid: 32, ppid: 31, comm: "sleep", argv: []string{"sleep", "1000"}},
+		// Another containerd on the same machine, not ours.
+		{pid: 40, ppid: 1, comm: "containerd-shim", argv: []string{"/usr/bin/containerd-shim-runc-v2", "-address", "/tmp/cgclients-10/containerd.sock"}},
+		{pid: 41, ppid: 40, comm: "sleep", argv: []string{"sleep"}},
+	}
+	got := map[int]string{}
+	for _, p := range ours(all, 10, base) {
+		got[p.pid] = role(p, 10)
+	}
+	want := map[int]string{10: RoleContainerd, 20: RoleShim, 21: RoleSandbox, 22: RoleGofer, 30: RoleShim, 31: RoleContainer, 32: RoleContainer}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ours (-want +got):\n%s", diff)
+	}
+	if len(ours(all, -1, "")) != 0 {
+		t.Error("an empty base matched processes")
+	}
+}
+
+func TestSliceDirAndKubeletParent(t *testing.T) {
+	for _, tc := range []struct{ slice, dir string }{
+		{"-.slice", "/"},
+		{"kubepods.slice", "/kubepods.slice"},
+		{"kubepods-besteffort-pod1_2.slice", "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1_2.slice"},
+	} {
+		got, err := SliceDir(tc.slice)
+		if err != nil || got != tc.dir {
+			t.Errorf("SliceDir(%q) = %q, %v; want %q", tc.slice, got, err, tc.dir)
+		}
+	}
+	for _, bad := range []string{"a.scope", "a--b.slice", "-a.slice", "a/b.slice", ".slice"} {
+		if _, err := SliceDir(bad); err == nil {
+			t.Errorf("SliceDir(%q) accepted", bad)
+		}
+	}
+	if got := KubeletParent(true, "/ignored", "ab-cd"); got != "kubepods-besteffort-podab_cd.slice" {
+		t.Errorf("systemd parent %q", got)
+	}
+	if got := KubeletParent(false, "/cgc-1", "ab-cd"); got != "/cgc-1/kubepods/besteffort/podab-cd" {
+		t.Errorf("cgroupfs parent %q", got)
+	}
+	if got := KubeletParent(false, "", "u"); got != "/kubepods/besteffort/podu" {
+		t.Errorf("cgroupfs parent at the root %q", got)
+	}
+	if u := NewUID(); !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(u) {
+		t.Errorf("NewUID %q is not a v4 UUID", u)
+	}
+}
+
+func TestRelation(t *testing.T) {
+	for _, tc := range []struct{ p, dir, want string }{
+		{"/a/b", "/a/b", "in"},
+		{"/a/b/c", "/a/b", "beneath"},
+		{"/a/bc", "/a/b", "outside"},
+		{"/a", "/a/b", "outside"},
+	} {
+		if got := Relation(tc.p, tc.dir); got != tc.want {
+			t.Errorf("Relation(%q, %q) = %q, want %q", tc.p, tc.dir, got, tc.want)
+		}
+	}
+}
+
+func TestParseInspect(t *testing.T) {
+	out, _ := json.Marshal(map[string]any{
+		"status": map[string]any{"id": "abc", "state": "SANDBOX_READY"},
+		"info": map[string]any{"pid": 4242, "runtimeSpec": map[string]any{
+			"linux": map[string]any{"cgroupsPath": "kubepods-besteffort-podx.slice:cri-containerd:abc"}}},
+	})
+	pid, state, cg, err := ParseInspect(string(out))
+	if err != nil || pid != 4242 || state != "SANDBOX_READY" || cg != "kubepods-besteffort-podx.slice:cri-containerd:abc" {
+		t.Errorf("got %d %q %q %v", pid, state, cg, err)
+	}
+	if _, _, _, err := ParseInspect(`{"info":{}}`); err == nil {
+		t.Error("output without status.id accepted")
+	}
+	if _, _, _, err := ParseInspect(`{"status":`); err == nil {
+		t.Error("truncated JSON accepted")
+	}
+}
+
+func TestParseID(t *testing.T) {
+	id := strings.Repeat("ab", 32)
+	if got, err := ParseID("W1203 some warning\n" + id + "\n"); err != nil || got != id {
+		t.Errorf("got %q %v", got, err)
+	}
+	for _, bad := range []string{"", "E1203 RunPodSandbox failed", strings.Repeat("g", 64)} {
+		if _, err := ParseID(bad); err == nil {
+			t.Errorf("ParseID(%q) accepted", bad)
+		}
+	}
+}
+
+func TestTaskPID(t *testing.T) {
+	out := "TASK            PID     STATUS\npause-abc       1234    RUNNING\npause-abcd      99      STOPPED\n"
+	if pid, st := TaskPID(out, "pause-abc"); pid != 1234 || st != "RUNNING" {
+		t.Errorf("got %d %q", pid, st)
+	}
+	if pid, st := TaskPID(out, "pause-abcd"); pid != 99 || st != "STOPPED" {
+		t.Errorf("got %d %q", pid, st)
+	}
+	if pid, st := TaskPID(out, "pause"); pid != 0 || st != "" {
+		t.Errorf("prefix matched: %d %q", pid, st)
+	}
+}
+
+func TestParseMountsUnder(t *testing.T) {
+	mi := `22 1 0:21 / /proc rw - proc proc rw
+40 22 0:40 / /tmp/cgc-1/root/io.containerd.runtime.v2.task/k8s.io/x/rootfs rw - overlay overlay rw
+41 22 0:41 / /tmp/cgc-1/state/a\040b rw - tmpfs shm rw
+42 22 0:42 / /tmp/cgc-10/x rw - tmpfs shm rw
+`
+	got := parseMountsUnder(mi, "/tmp/cgc-1")
+	want := []string{"/tmp/cgc-1/root/io.containerd.runtime.v2.task/k8s.io/x/rootfs", "/tmp/cgc-1/state/a b"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestHasOverlayAndNoise(t *testing.T) {
+	if !HasOverlay("nodev\tsysfs\nnodev\toverlay\n") || HasOverlay("nodev\tsysfs\n\text4\n") {
+		t.Error("HasOverlay misread /proc/filesystems")
+	}
+	in := "time=\"x\" level=warning msg=\"DEPRECATION: The support for cgroup v1 is deprecated since containerd v2.2\"\nctr: real error\n"
+	if got := dropNoise(in); got != "ctr: real error" {
+		t.Errorf("dropNoise = %q", got)
+	}
+}
+
+func TestSpecsAreCRIJSON(t *testing.T) {
+	pod, err := PodSpec("p", "u", "/l", "/kp/podu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Metadata struct{ UID string } `json:"metadata"`
+		Linux    struct {
+			CgroupParent    string `json:"cgroup_parent"`
+			SecurityContext struct {
+				NamespaceOptions struct{ Network int } `json:"namespace_options"`
+			} `json:"security_context"`
+		} `json:"linux"`
+	}
+	if err := json.Unmarshal(pod, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Metadata.UID != "u" || p.Linux.CgroupParent != "/kp/podu" || p.Linux.SecurityContext.NamespaceOptions.Network != 2 {
+		t.Errorf("pod spec %s", pod)
+	}
+	c, _ := ContainerSpec("app")
+	if !strings.Contains(string(c), ImageName) {
+		t.Errorf("container spec lacks the image: %s", c)
+	}
+}
+
+func TestTableAndPlacements(t *testing.T) {
+	r := &Run{Scenario: ScenarioCRI, Handler: HandlerRunsc, Driver: "cgroupfs", RefHierarchy: "memory", ParentDir: "/kp/pod1", CgroupParent: "/kp/pod1",
+		Running: []Proc{
+			{PID: 5, Role: RoleSandbox, Cgroups: map[string]string{"memory": "/kp/pod1"}},
+			{PID: 6, Role: RoleShim, Cgroups: map[string]string{"memory": "/cgc/containerd"}},
+		},
+		Steps: []Step{{Name: "crictl rmp", Exit: 0, Seconds: 0.3}},
+		Left:  Leftovers{Cgroups: []string{"memory:/kp/pod1/x"}},
+	}
+	got := r.Placements()
+	want := []Placement{{PID: 5, Role: RoleSandbox, Cgroup: "/kp/pod1", Relation: "in"}, {PID: 6, Role: RoleShim, Cgroup: "/cgc/containerd", Relation: "outside"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	tab := Table([]*Run{r})
+	for _, s := range []string{"runsc-sandbox /kp/pod1 (in)", "crictl rmp: 0 0.3s", "memory:/kp/pod1/x"} {
+		if !strings.Contains(tab, s) {
+			t.Errorf("table lacks %q:\n%s", s, tab)
+		}
+	}
+	if cell("a|b\nc") != `a\|b c` {
+		t.Errorf("cell = %q", cell("a|b\nc"))
+	}
+}

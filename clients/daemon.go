@@ -1,0 +1,517 @@
+package clients
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/runsc-cgroups/cgconform/clients/build"
+	"github.com/runsc-cgroups/cgconform/clients/ociimage"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+)
+
+// ShimSocketDir is where containerd's shim library puts every shim's socket,
+// whatever containerd's own state folder (defaults.DefaultStateDir + "/s").
+const ShimSocketDir = "/run/containerd/s"
+
+// Options configures a private containerd.
+type Options struct {
+	Bins *build.Binaries
+	// Runc is the runc binary of the runc handler ("" looks up runc in PATH).
+	Runc string
+	// Busybox is the static busybox the local image is made from.
+	Busybox string
+	// BaseParent is the folder the private base folder is made in ("" for
+	// the system's temp folder).
+	BaseParent    string
+	SystemdCgroup bool
+	// Tree, when set, is the test cgroup tree: containerd (and so the shims
+	// it starts) runs in Tree.Root + "/containerd" in every hierarchy, and
+	// everything below Tree.Root is checked for leaks. Nil leaves
+	// containerd in the caller's cgroup (a VM's payload unit).
+	Tree *cgroupfs.Tree
+	// Snapshotter forces a snapshotter; "" picks overlayfs when the
+	// kernel has it, else native.
+	Snapshotter string
+	Debug       bool
+	Log         io.Writer
+}
+
+// Containerd is a running private containerd.
+type Containerd struct {
+	Layout   Layout
+	Handlers map[string]Handler
+	// Snapshotter is overlayfs where the kernel has it, else native (a
+	// VM kernel without the overlay module).
+	Snapshotter string
+	PID         int
+	Host        *cgroupfs.Host
+	opts        Options
+	cmd         *exec.Cmd
+	exited      chan struct{}
+	logFile     *os.File
+	// madeRunContainerd lists the folders of /run/containerd this process
+	// created (the shims' socket folder), deepest last; sockets lists the
+	// shim sockets that existed before, so Stop can tell new ones.
+	madeRunContainerd []string
+	sockets           map[string]bool
+	// madeEtc lists the files Start wrote in /etc because there were none
+	// (a busybox VM): the CRI plugin copies hosts and resolv.conf into
+	// every pod.
+	madeEtc []string
+}
+
+func (c *Containerd) logf(format string, args ...any) {
+	if c.opts.Log != nil {
+		fmt.Fprintf(c.opts.Log, "clients: "+format+"\n", args...)
+	}
+}
+
+// Start writes the configuration, starts containerd in its cgroup, waits
+// until both its API and the CRI plugin answer, and imports the local image
+// into the CRI namespace. On failure everything it made is undone.
+func Start(ctx context.Context, o Options) (c *Containerd, err error) {
+	if o.Bins == nil {
+		return nil, errors.New("clients.Start: no binaries (build.Find or build.All)")
+	}
+	if o.Runc == "" {
+		if o.Runc, err = exec.LookPath("runc"); err != nil {
+			return nil, fmt.Errorf("runc is not installed (apt-get install runc): %w", err)
+		}
+	}
+	host, err := cgroupfs.Detect()
+	if err != nil {
+		return nil, err
+	}
+	base, err := os.MkdirTemp(o.BaseParent, "cgclients-")
+	if err != nil {
+		return nil, err
+	}
+	c = &Containerd{Layout: Layout{Base: base}, Host: host, opts: o, exited: make(chan struct{}), sockets: map[string]bool{}}
+	defer func() {
+		if err != nil {
+			c.Stop()
+			c = nil
+		}
+	}()
+	c.Handlers = map[string]Handler{
+		HandlerRunsc:      {Name: HandlerRunsc, Shim: o.Bins.RunscShim["patched"], Runsc: o.Bins.Runsc["patched"]},
+		HandlerRunscStock: {Name: HandlerRunscStock, Shim: o.Bins.RunscShim["stock"], Runsc: o.Bins.Runsc["stock"]},
+		HandlerRunc:       {Name: HandlerRunc, Shim: o.Bins.RuncShim, Runc: o.Runc},
+	}
+	if err := c.prepare(); err != nil {
+		return c, err
+	}
+	if err := c.startDaemon(ctx); err != nil {
+		return c, err
+	}
+	if err := c.waitReady(ctx); err != nil {
+		return c, err
+	}
+	if st := c.ImportImage(ctx, CRINamespace); !st.OK() {
+		return c, fmt.Errorf("importing the image: exit %d %s %s", st.Exit, st.Err, st.Output)
+	}
+	return c, nil
+}
+
+func (c *Containerd) prepare() error {
+	l := c.Layout
+	for _, d := range []string{l.Root(), l.State(), l.Logs(), l.RuncRoot(), l.Pods(), l.Opt(), l.FIFOs()} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return err
+		}
+	}
+	var hs []Handler
+	for _, name := range Handlers {
+		h := c.Handlers[name]
+		hs = append(hs, h)
+		if !h.IsRunsc() {
+			continue
+		}
+		logs := filepath.Join(l.Logs(), h.Name) + "/"
+		if err := os.MkdirAll(logs, 0o755); err != nil {
+			return err
+		}
+		cfg := RenderRunscConfig(RunscConfig{Binary: h.Runsc, Root: l.RunscRoot(h.Name), DebugLog: logs, SystemdCgroup: c.opts.SystemdCgroup})
+		if err := os.WriteFile(l.RunscConfigPath(h.Name), []byte(cfg), 0o644); err != nil {
+			return err
+		}
+	}
+	c.Snapshotter = c.opts.Snapshotter
+	if c.Snapshotter == "" {
+		c.Snapshotter = "native"
+		if fs, err := os.ReadFile("/proc/filesystems"); err == nil && HasOverlay(string(fs)) {
+			c.Snapshotter = "overlayfs"
+		}
+	}
+	cfg := RenderConfig(DaemonConfig{Layout: l, Handlers: hs, SystemdCgroup: c.opts.SystemdCgroup, Debug: c.opts.Debug, Snapshotter: c.Snapshotter})
+	if err := os.WriteFile(l.Config(), []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	if _, err := ociimage.WriteFile(l.Image(), ImageName, c.opts.Busybox); err != nil {
+		return fmt.Errorf("writing the local image: %w", err)
+	}
+	// Note what of /run/containerd exists, so Stop removes only what this
+	// containerd's shims made.
+	for _, d := range []string{"/run/containerd", ShimSocketDir, "/run/containerd/fifo"} {
+		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+			c.madeRunContainerd = append(c.madeRunContainerd, d)
+		}
+	}
+	ents, _ := os.ReadDir(ShimSocketDir)
+	for _, e := range ents {
+		c.sockets[e.Name()] = true
+	}
+	for _, f := range []struct{ path, data string }{
+		{"/etc/hosts", "127.0.0.1 localhost\n::1 localhost\n"},
+		{"/etc/resolv.conf", "# written by cgclients: pods use the host network, no DNS\n"},
+	} {
+		if _, err := os.Stat(f.path); errors.Is(err, fs.ErrNotExist) {
+			if err := os.WriteFile(f.path, []byte(f.data), 0o644); err != nil {
+				return fmt.Errorf("this host has no %s and the CRI plugin needs one: %w", f.path, err)
+			}
+			c.madeEtc = append(c.madeEtc, f.path)
+			c.logf("wrote %s (there was none); Stop removes it", f.path)
+		}
+	}
+	return nil
+}
+
+// env is the environment of containerd and the clients: the shims are found
+// by path, runc by PATH.
+func (c *Containerd) env() []string {
+	path := filepath.Dir(c.opts.Bins.Containerd) + ":" + filepath.Dir(c.opts.Runc) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "PATH=") && !strings.HasPrefix(e, "CONTAINERD_") {
+			env = append(env, e)
+		}
+	}
+	return append(env, "PATH="+path)
+}
+
+// DaemonCgroup is the cgroup containerd runs in below the test tree.
+func (c *Containerd) DaemonCgroup() string {
+	if c.opts.Tree == nil {
+		return ""
+	}
+	return c.opts.Tree.Root + "/containerd"
+}
+
+func (c *Containerd) startDaemon(ctx context.Context) error {
+	args := []string{c.opts.Bins.Containerd, "--config", c.Layout.Config()}
+	// A shell joins the cgroup, then becomes containerd: on cgroup v1 there
+	// is no clone into a cgroup.
+	script := "exec \"$@\""
+	if cg := c.DaemonCgroup(); cg != "" {
+		if err := c.opts.Tree.Mkdir(cg); err != nil {
+			return err
+		}
+		var files []string
+		for _, h := range c.Host.Hierarchies {
+			files = append(files, shellQuote(filepath.Join(h.Dir(cg), "cgroup.procs")))
+		}
+		script = "for f in " + strings.Join(files, " ") + "; do echo $$ >\"$f\" || exit 1; done; exec \"$@\""
+	}
+	logFile, err := os.Create(c.Layout.Log())
+	if err != nil {
+		return err
+	}
+	c.logFile = logFile
+	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, args...)...)
+	cmd.Env = c.env()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group: a terminal's ^C reaches us, and we stop it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting containerd: %w", err)
+	}
+	c.cmd, c.PID = cmd, cmd.Process.Pid
+	go func() { cmd.Wait(); close(c.exited) }()
+	c.logf("containerd pid %d, base %s, cgroup %q", c.PID, c.Layout.Base, c.DaemonCgroup())
+	return nil
+}
+
+func (c *Containerd) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(60 * time.Second)
+	var last Step
+	for time.Now().Before(deadline) {
+		select {
+		case <-c.exited:
+			return fmt.Errorf("containerd exited at start; its log %s ends:\n%s", c.Layout.Log(), tail(c.Layout.Log(), 20))
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if _, err := os.Stat(c.Layout.Socket()); err == nil {
+			last = c.Crictl(ctx, 10*time.Second, "info")
+			if last.Exit == 0 {
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("containerd did not answer within 60 s (last crictl info: %s %s); log %s:\n%s", last.Err, last.Output, c.Layout.Log(), tail(c.Layout.Log(), 20))
+}
+
+// Step is one client command and what it returned.
+type Step struct {
+	Name    string   `json:"name"`
+	Argv    []string `json:"argv"`
+	Exit    int      `json:"exit"`
+	Seconds float64  `json:"seconds"`
+	Output  string   `json:"output,omitempty"`
+	// Err says why the command did not run or was stopped (time limit).
+	Err string `json:"err,omitempty"`
+}
+
+// OK reports whether the command ran and exited 0.
+func (s Step) OK() bool { return s.Err == "" && s.Exit == 0 }
+
+// run runs one client command with a time limit; the command's whole
+// process group is killed at the limit.
+func (c *Containerd) run(ctx context.Context, limit time.Duration, name string, argv ...string) Step {
+	st := Step{Name: name, Argv: argv, Exit: -1}
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
+	cmd.Env = c.env()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	start := time.Now()
+	err := cmd.Run()
+	st.Seconds = time.Since(start).Seconds()
+	st.Output = dropNoise(out.String())
+	if cmd.ProcessState != nil {
+		st.Exit = cmd.ProcessState.ExitCode()
+	}
+	var ee *exec.ExitError
+	switch {
+	case cctx.Err() == context.DeadlineExceeded:
+		st.Err = fmt.Sprintf("no answer within %s (killed)", limit)
+	case err != nil && !errors.As(err, &ee):
+		st.Err = err.Error()
+	}
+	c.logf("%s: exit %d in %.2fs%s", name, st.Exit, st.Seconds, errSuffix(st))
+	return st
+}
+
+func errSuffix(st Step) string {
+	if st.Err != "" {
+		return " (" + st.Err + ")"
+	}
+	if st.Exit != 0 && st.Output != "" {
+		o := st.Output
+		if len(o) > 300 {
+			o = o[:300] + "…"
+		}
+		return ": " + o
+	}
+	return ""
+}
+
+// Ctr runs ctr against this containerd in namespace ns.
+func (c *Containerd) Ctr(ctx context.Context, limit time.Duration, ns string, args ...string) Step {
+	argv := append([]string{c.opts.Bins.Ctr, "--address", c.Layout.Socket(), "--namespace", ns}, args...)
+	return c.run(ctx, limit, "ctr "+firstWords(args, 2), argv...)
+}
+
+// Crictl runs crictl against this containerd's CRI.
+func (c *Containerd) Crictl(ctx context.Context, limit time.Duration, args ...string) Step {
+	ep := "unix://" + c.Layout.Socket()
+	argv := append([]string{c.opts.Bins.Crictl, "--runtime-endpoint", ep, "--image-endpoint", ep,
+		"--timeout", limit.String(), "--config", "/dev/null"}, args...)
+	return c.run(ctx, limit+5*time.Second, "crictl "+firstWords(args, 1), argv...)
+}
+
+func firstWords(args []string, n int) string {
+	if len(args) < n {
+		n = len(args)
+	}
+	return strings.Join(args[:n], " ")
+}
+
+// ImportImage imports the local image into namespace ns (ctr images
+// import; the snapshotter unpacks it).
+func (c *Containerd) ImportImage(ctx context.Context, ns string) Step {
+	st := c.Ctr(ctx, 2*time.Minute, ns, "images", "import", "--snapshotter", c.Snapshotter, "--platform", "linux/"+runtimeArch(), c.Layout.Image())
+	if st.OK() && !strings.Contains(st.Output, ImageName) {
+		st.Err = "ctr images import did not name " + ImageName + ": " + st.Output
+	}
+	return st
+}
+
+// Procs lists this containerd's processes (itself, the shims, runsc, the
+// containers' processes) with their cgroups.
+func (c *Containerd) Procs() []Proc {
+	var out []Proc
+	for _, p := range ours(readProcs("/proc"), c.PID, c.Layout.Base) {
+		cg, err := cgroupfs.ProcCgroup(p.pid)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		out = append(out, Proc{PID: p.pid, PPID: p.ppid, Role: role(p, c.PID), Comm: p.comm, Cgroups: cg})
+	}
+	return out
+}
+
+// StopReport says what Stop found and did.
+type StopReport struct {
+	// Exit is how containerd ended: "SIGTERM" or "SIGKILL after 10s".
+	Exit string `json:"exit"`
+	// Killed are processes still alive after containerd stopped (shims,
+	// sandboxes, containers), killed by PID.
+	Killed []Proc `json:"killed,omitempty"`
+	// Unmounted are mounts left below the base folder.
+	Unmounted []string `json:"unmounted,omitempty"`
+	// ShimSockets are shim sockets left in /run/containerd/s.
+	ShimSockets []string `json:"shimSockets,omitempty"`
+	Errors      []string `json:"errors,omitempty"`
+}
+
+// Stop ends containerd (SIGTERM, SIGKILL after 10 s), kills what it left
+// running, unmounts what it left mounted, and removes the base folder, the
+// shim sockets and the /run/containerd folders that appeared with it. It
+// leaves the test tree's cgroups to the caller, which checks them first.
+func (c *Containerd) Stop() StopReport {
+	var r StopReport
+	if c.cmd != nil && c.cmd.Process != nil {
+		_ = syscall.Kill(c.PID, syscall.SIGTERM)
+		select {
+		case <-c.exited:
+			r.Exit = "SIGTERM"
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(c.PID, syscall.SIGKILL)
+			<-c.exited
+			r.Exit = "SIGKILL after 10s"
+		}
+	}
+	for round := 0; round < 5; round++ {
+		left := ours(readProcs("/proc"), -1, c.Layout.Base)
+		if len(left) == 0 {
+			break
+		}
+		for _, p := range left {
+			if round == 0 {
+				cg, _ := cgroupfs.ProcCgroup(p.pid)
+				r.Killed = append(r.Killed, Proc{PID: p.pid, PPID: p.ppid, Role: role(p, -1), Comm: p.comm, Cgroups: cg})
+			}
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if c.logFile != nil {
+		c.logFile.Close()
+	}
+	if c.Layout.Base != "" {
+		mounts, err := mountsUnder(c.Layout.Base)
+		if err != nil {
+			r.Errors = append(r.Errors, err.Error())
+		}
+		for _, m := range mounts {
+			r.Unmounted = append(r.Unmounted, m)
+			if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+				r.Errors = append(r.Errors, fmt.Sprintf("unmounting %s: %v", m, err))
+			}
+		}
+		if left, _ := mountsUnder(c.Layout.Base); len(left) > 0 {
+			r.Errors = append(r.Errors, fmt.Sprintf("not removing %s: %s is still mounted", c.Layout.Base, left[0]))
+		} else if err := os.RemoveAll(c.Layout.Base); err != nil {
+			r.Errors = append(r.Errors, err.Error())
+		}
+	}
+	ents, _ := os.ReadDir(ShimSocketDir)
+	for _, e := range ents {
+		if !c.sockets[e.Name()] {
+			p := filepath.Join(ShimSocketDir, e.Name())
+			r.ShimSockets = append(r.ShimSockets, p)
+			os.Remove(p)
+		}
+	}
+	for _, f := range c.madeEtc {
+		os.Remove(f)
+	}
+	for i := len(c.madeRunContainerd) - 1; i >= 0; i-- {
+		// Only if empty: another containerd may have started meanwhile.
+		if err := os.Remove(c.madeRunContainerd[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			r.Errors = append(r.Errors, fmt.Sprintf("leaving %s: %v", c.madeRunContainerd[i], err))
+		}
+	}
+	c.logf("containerd stopped (%s); killed %d leftover processes, unmounted %d, %d shim sockets", r.Exit, len(r.Killed), len(r.Unmounted), len(r.ShimSockets))
+	return r
+}
+
+// mountsUnder lists the mount points at or below dir, deepest first.
+func mountsUnder(dir string) ([]string, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	return parseMountsUnder(string(data), dir), nil
+}
+
+func parseMountsUnder(mountinfo, dir string) []string {
+	var out []string
+	for _, line := range strings.Split(mountinfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := cgroupfs.Unescape(f[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			out = append(out, mp)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return strings.Count(out[i], "/") > strings.Count(out[j], "/") })
+	return out
+}
+
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// HasOverlay reports whether /proc/filesystems lists overlay.
+func HasOverlay(filesystems string) bool {
+	for _, line := range strings.Split(filesystems, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[len(f)-1] == "overlay" {
+			return true
+		}
+	}
+	return false
+}
+
+// dropNoise removes the line containerd 2.2+ clients print on every call on
+// a cgroup v1 host (a deprecation warning), keeping the rest.
+func dropNoise(out string) string {
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.Contains(l, "DEPRECATION: The support for cgroup v1 is deprecated") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}

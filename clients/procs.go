@@ -1,0 +1,157 @@
+package clients
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Proc is one process the run saw, and where it was.
+type Proc struct {
+	PID  int    `json:"pid"`
+	PPID int    `json:"ppid"`
+	Role string `json:"role"`
+	Comm string `json:"comm"`
+	// Cgroups maps a hierarchy key (as in /proc/PID/cgroup: "memory",
+	// "cpu", "name=systemd", "" for cgroup2) to the process's cgroup.
+	Cgroups map[string]string `json:"cgroups"`
+}
+
+// Roles of the processes a run sees.
+const (
+	RoleContainerd = "containerd"
+	RoleShim       = "shim"
+	RoleSandbox    = "runsc-sandbox"
+	RoleGofer      = "runsc-gofer"
+	RoleRunsc      = "runsc" // a runsc command the shim runs (wait, events…)
+	RoleRunc       = "runc"
+	RoleContainer  = "container" // a container's own process (runc)
+)
+
+// procInfo is what /proc says about one process.
+type procInfo struct {
+	pid, ppid int
+	comm      string
+	argv      []string
+}
+
+// parseStat reads pid, comm and ppid from /proc/PID/stat; comm may hold
+// spaces and parentheses, so it is cut at the last ')'.
+func parseStat(stat string) (pid, ppid int, comm string, err error) {
+	open, close := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if open < 0 || close < open {
+		return 0, 0, "", fmt.Errorf("malformed stat %q", stat)
+	}
+	if pid, err = strconv.Atoi(strings.TrimSpace(stat[:open])); err != nil {
+		return 0, 0, "", fmt.Errorf("malformed stat pid in %q", stat)
+	}
+	comm = stat[open+1 : close]
+	f := strings.Fields(stat[close+1:])
+	if len(f) < 2 {
+		return 0, 0, "", fmt.Errorf("malformed stat %q", stat)
+	}
+	if ppid, err = strconv.Atoi(f[1]); err != nil {
+		return 0, 0, "", fmt.Errorf("malformed stat ppid in %q", stat)
+	}
+	return pid, ppid, comm, nil
+}
+
+// readProcs lists every process of the machine. Processes that exit while
+// it reads are skipped.
+func readProcs(proc string) []procInfo {
+	ents, _ := os.ReadDir(proc)
+	var out []procInfo
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join(proc, e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		pid, ppid, comm, err := parseStat(string(stat))
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(proc, e.Name(), "cmdline"))
+		var argv []string
+		for _, a := range bytes.Split(bytes.TrimRight(cmdline, "\x00"), []byte{0}) {
+			if len(a) > 0 {
+				argv = append(argv, string(a))
+			}
+		}
+		out = append(out, procInfo{pid: pid, ppid: ppid, comm: comm, argv: argv})
+	}
+	return out
+}
+
+// ours picks the processes of one private containerd: the daemon (pid), every
+// process whose command line names the base folder (the shims carry the
+// socket's path, runsc its root), and all their descendants (the
+// containers' own processes under runc).
+func ours(all []procInfo, daemon int, base string) []procInfo {
+	children := map[int][]procInfo{}
+	for _, p := range all {
+		children[p.ppid] = append(children[p.ppid], p)
+	}
+	seen := map[int]bool{}
+	var out []procInfo
+	var add func(p procInfo)
+	add = func(p procInfo) {
+		if seen[p.pid] {
+			return
+		}
+		seen[p.pid] = true
+		out = append(out, p)
+		for _, c := range children[p.pid] {
+			add(c)
+		}
+	}
+	for _, p := range all {
+		if p.pid == daemon || mentions(p.argv, base) {
+			add(p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].pid < out[j].pid })
+	return out
+}
+
+func mentions(argv []string, base string) bool {
+	if base == "" {
+		return false
+	}
+	for _, a := range argv {
+		if a == base || strings.HasPrefix(a, base+"/") || strings.Contains(a, "="+base+"/") || strings.Contains(a, "://"+base+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// role names what a process of the private containerd is.
+func role(p procInfo, daemon int) string {
+	name := p.comm
+	if len(p.argv) > 0 {
+		name = filepath.Base(p.argv[0])
+	}
+	switch {
+	case p.pid == daemon:
+		return RoleContainerd
+	case strings.HasPrefix(name, "containerd-shim"):
+		return RoleShim
+	case name == "runsc-sandbox":
+		return RoleSandbox
+	case name == "runsc-gofer":
+		return RoleGofer
+	case strings.HasPrefix(name, "runsc"):
+		return RoleRunsc
+	case name == "runc":
+		return RoleRunc
+	default:
+		return RoleContainer
+	}
+}

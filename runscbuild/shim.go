@@ -1,0 +1,57 @@
+package runscbuild
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// ShimName is the name containerd derives from the runtime type
+// io.containerd.runsc.v1; the built binaries carry the flavor as a suffix
+// (containerd is given their full path).
+const ShimName = "containerd-shim-runsc-v1"
+
+// ShimPath is where EnsureShim puts the shim of a flavor.
+func ShimPath(binDir, flavor string) string {
+	return filepath.Join(binDir, ShimName+"-"+flavor)
+}
+
+// EnsureShim builds gVisor's containerd shim (./shim of the go-branch tree)
+// from the tree Ensure returned for f, so that the shim and runsc of a flavor
+// come from the same source. Like runsc it is rebuilt only when its stamp
+// (gVisor version, series hash, Go version) changes.
+func EnsureShim(c Config, m Module, f Flavor, tree string) (string, error) {
+	hash := ""
+	if len(f.Patches) > 0 {
+		var err error
+		if hash, err = SeriesHash(f.Patches); err != nil {
+			return "", err
+		}
+	}
+	bin := ShimPath(c.BinDir, f.Name)
+	stampPath := bin + ".stamp"
+	want := stamp(m, hash) + "shim\n"
+	if have, err := os.ReadFile(stampPath); err == nil && string(have) == want {
+		if _, err := os.Stat(bin); err == nil {
+			fmt.Fprintf(c.Log, "runscbuild: %s is up to date (%s)\n", bin, VersionString(m, hash))
+			return bin, nil
+		}
+	}
+	if err := os.MkdirAll(c.BinDir, 0o755); err != nil {
+		return "", err
+	}
+	_ = os.Remove(stampPath)
+	fmt.Fprintf(c.Log, "runscbuild: building %s from %s\n", bin, tree)
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-trimpath", "-o", bin, "./shim")
+	cmd.Dir = tree
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = c.Log, c.Log
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building the runsc shim in %s: %w", tree, err)
+	}
+	if err := os.WriteFile(stampPath, []byte(want), 0o644); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
