@@ -131,7 +131,7 @@ func All(c Config) (*Binaries, error) {
 		return nil, err
 	}
 	b := &Binaries{RunscShim: map[string]string{}, Runsc: map[string]string{}}
-	for _, f := range []runscbuild.Flavor{{Name: "stock"}, {Name: "patched", Patches: patches}} {
+	for _, f := range []runscbuild.Flavor{{Name: "stock"}, {Name: "patched", Patches: patches.Patches()}} {
 		tree, err := runscbuild.Ensure(rc, m, f)
 		if err != nil {
 			return nil, err
