@@ -10,7 +10,7 @@ export CGO_ENABLED = 0
 # .ci/install-deps puts Go in /usr/local/go-ci when the machine has none.
 export PATH := /usr/local/go/bin:/usr/local/go-ci/bin:$(PATH)
 
-.PHONY: all deps runsc cgconform clients clients-prove clients-vm conformance test vet fmt-check matrix bench upstream-series upstream-check upstream-sync clean
+.PHONY: all deps runsc cgconform clients clients-prove clients-vm conformance test vet fmt-check fuzz matrix bench upstream-series upstream-check upstream-sync clean
 
 all: runsc cgconform
 
@@ -55,6 +55,11 @@ vet:
 fmt-check:
 	@out=$$(git ls-files -z '*.go' | xargs -0 gofmt -l); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# The series' fuzz targets, each for FUZZTIME (make test runs them for 10s).
+FUZZTIME ?= 10m
+fuzz: deps
+	$(GO) run ./cmd/build-runsc -fuzztime $(FUZZTIME) fuzz
 
 # Real hosts of every cgroup mode in QEMU; MODES="v2" runs a subset.
 matrix: deps runsc cgconform

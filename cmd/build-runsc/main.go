@@ -2,23 +2,29 @@
 // gVisor version pinned in go.mod, and runs the unit tests the series adds.
 //
 //	build-runsc [-repo DIR] build   # both binaries, skipped when up to date
-//	build-runsc [-repo DIR] test    # go test the packages the series adds tests to
+//	build-runsc [-repo DIR] test    # go test the packages the series adds tests to,
+//	                                # then run each of its fuzz targets briefly
+//	build-runsc [-repo DIR] [-fuzztime D] fuzz   # run each fuzz target for D
 package main
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"time"
 
 	"github.com/runsc-cgroups/cgconform/runscbuild"
 )
 
 func main() {
 	repo := flag.String("repo", ".", "project root: the folder with go.mod and patches/")
+	flag.DurationVar(&fuzzTime, "fuzztime", 10*time.Second, "how long test and fuzz run each fuzz target of the series")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: build-runsc [-repo DIR] build|test\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: build-runsc [-repo DIR] [-fuzztime D] build|test|fuzz\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -31,6 +37,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// fuzzTime is how long each fuzz target runs.
+var fuzzTime time.Duration
 
 // goIn runs the go command in dir with our stdout and stderr.
 func goIn(dir string, args ...string) error {
@@ -97,8 +106,61 @@ func run(repo, verb string) error {
 		if err := goIn(tree, append([]string{"vet"}, changed...)...); err != nil {
 			return fmt.Errorf("go vet of the patched packages failed: %w", err)
 		}
-		return nil
+		return fuzz(tree, pkgs)
+	case "fuzz":
+		tree, err := runscbuild.Ensure(cfg, m, runscbuild.Flavor{Name: "patched", Patches: patches})
+		if err != nil {
+			return err
+		}
+		pkgs, err := runscbuild.TestPackages(tree)
+		if err != nil {
+			return err
+		}
+		return fuzz(tree, pkgs)
 	default:
-		return fmt.Errorf("unknown verb %q: want build or test", verb)
+		return fmt.Errorf("unknown verb %q: want build, test or fuzz", verb)
 	}
+}
+
+var fuzzFunc = regexp.MustCompile(`^func (Fuzz\w+)\(\w+ \*testing\.F\)`)
+
+// fuzz runs every fuzz target in the packages pkgs of tree for fuzzTime:
+// the go command fuzzes one target of one package at a time.
+func fuzz(tree string, pkgs []string) error {
+	for _, pkg := range pkgs {
+		files, err := filepath.Glob(filepath.Join(tree, pkg, "*_test.go"))
+		if err != nil {
+			return err
+		}
+		for _, file := range files {
+			names, err := grep(file, fuzzFunc)
+			if err != nil {
+				return err
+			}
+			for _, name := range names {
+				fmt.Fprintf(os.Stderr, "build-runsc: fuzzing %s %s for %v\n", pkg, name, fuzzTime)
+				if err := goIn(tree, "test", "-run", "^$", "-fuzz", "^"+name+"$", "-fuzztime", fuzzTime.String(), pkg); err != nil {
+					return fmt.Errorf("fuzzing %s %s found a failure (the input is in %s/testdata/fuzz/%s): %w", pkg, name, filepath.Join(tree, pkg), name, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// grep returns the first submatch of re on each line of file that matches.
+func grep(file string, re *regexp.Regexp) ([]string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	return out, sc.Err()
 }
