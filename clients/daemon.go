@@ -351,7 +351,10 @@ func firstWords(args []string, n int) string {
 func (c *Containerd) ImportImage(ctx context.Context, ns string) Step {
 	st := c.Ctr(ctx, 2*time.Minute, ns, "images", "import", "--snapshotter", c.Snapshotter, "--platform", "linux/"+runtimeArch(), c.Layout.Image())
 	if st.OK() && !strings.Contains(st.Output, ImageName) {
-		st.Err = "ctr images import did not name " + ImageName + ": " + st.Output
+		// ctr does not always print what it imported: ask containerd.
+		if ls := c.Ctr(ctx, time.Minute, ns, "images", "ls", "-q"); !ls.OK() || !strings.Contains(ls.Output, ImageName) {
+			st.Err = "ctr images import did not import " + ImageName + ": " + st.Output + ls.Output
+		}
 	}
 	return st
 }
