@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,8 +11,8 @@ import (
 	"time"
 
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mounts"
 	"github.com/runsc-cgroups/cgconform/harness/report"
-	"golang.org/x/sys/unix"
 )
 
 // teardown kills what the run started, removes the test root in every
@@ -47,27 +46,12 @@ func (r *Runner) teardown() []string {
 }
 
 // unmountUnder detaches every mount below dir (e.g. runsc's per-root
-// null-netns bind mount), deepest first.
+// null-netns bind mount), deepest first, and returns what it could not.
 func unmountUnder(dir string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
+	if _, err := mounts.Detach(dir); err != nil {
 		return []string{err.Error()}
 	}
-	var mnts []string
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			mnts = append(mnts, f[4])
-		}
-	}
-	sort.Slice(mnts, func(i, j int) bool { return len(mnts[i]) > len(mnts[j]) })
-	var left []string
-	for _, m := range mnts {
-		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			left = append(left, fmt.Sprintf("umount %s: %v", m, err))
-		}
-	}
-	return left
+	return nil
 }
 
 // snapshot lists every cgroup below the case root, plus anything named
@@ -202,12 +186,21 @@ func (r *Runner) nestedLeaves(cs *caseState) map[string]bool {
 func (r *Runner) strayProcs(cs *caseState) []int {
 	var out []int
 	for _, p := range descendants(os.Getpid()) {
-		if contains(intsToStrings(cs.holders), fmt.Sprint(p)) {
+		if contains(intsToStrings(cs.holders), fmt.Sprint(p)) || cs.isForeign(p) {
 			continue
 		}
 		out = append(out, p)
 	}
 	return out
+}
+
+func (cs *caseState) isForeign(pid int) bool {
+	for _, p := range cs.foreign {
+		if p == pid {
+			return true
+		}
+	}
+	return false
 }
 
 func intsToStrings(xs []int) []string {

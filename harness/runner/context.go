@@ -136,10 +136,20 @@ func (r *Runner) makeThreaded(rel string) error {
 // newNS it lives in a cgroup namespace rooted at rel, as a delegated pod's
 // container does.
 func (r *Runner) startHolder(rel string, newNS bool) (int, error) {
-	var args []string
-	args = append(args, HelperCommand)
+	var join []string
 	for _, h := range r.host.Hierarchies {
-		args = append(args, "--join", h.Dir(rel))
+		join = append(join, h.Dir(rel))
+	}
+	return r.startProcess(join, newNS)
+}
+
+// startProcess starts "sleep 100000" in the cgroup directories join (one
+// per hierarchy) and returns once it is there. The reaper collects it when
+// it dies.
+func (r *Runner) startProcess(join []string, newNS bool) (int, error) {
+	args := []string{HelperCommand}
+	for _, d := range join {
+		args = append(args, "--join", d)
 	}
 	if newNS {
 		args = append(args, "--new-cgroupns")
@@ -156,26 +166,36 @@ func (r *Runner) startHolder(rel string, newNS bool) (int, error) {
 		return 0, err
 	}
 	pid := cmd.Process.Pid
-	// The reaper collects it when it dies; it must be in rel before the
-	// case starts.
 	_ = cmd.Process.Release()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(r.scaled(5 * time.Second))
 	for time.Now().Before(deadline) {
-		cg, err := cgroupfs.ProcCgroup(pid)
-		if err == nil && len(cmdline(pid)) > 0 && cmdline(pid)[0] == "sleep" {
-			ok := true
-			for _, h := range r.host.Hierarchies {
-				if cg[h.Key] != rel {
-					ok = false
-				}
-			}
-			if ok {
-				return pid, nil
-			}
+		if args := cmdline(pid); len(args) > 0 && args[0] == "sleep" && inDirs(pid, join, r.host.Hierarchies) {
+			return pid, nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return 0, fmt.Errorf("holder process %d did not reach %s", pid, rel)
+	_ = unix.Kill(pid, unix.SIGKILL)
+	return 0, fmt.Errorf("process %d did not reach %s", pid, strings.Join(join, " "))
+}
+
+// inDirs reports whether pid is in each of the cgroup directories dirs.
+func inDirs(pid int, dirs []string, hs []cgroupfs.Hierarchy) bool {
+	cg, err := cgroupfs.ProcCgroup(pid)
+	if err != nil {
+		return false
+	}
+	for _, d := range dirs {
+		found := false
+		for _, h := range hs {
+			if rel, ok := cg[h.Key]; ok && h.Dir(rel) == d {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // setupUnit starts a transient unit (Delegate=yes unless told otherwise)
@@ -226,6 +246,19 @@ func (r *Runner) setupUnit(ctx context.Context, cs *caseState, delegate bool) er
 	return nil
 }
 
+// callerVar is ${caller}: the caller's cgroup in the first managed
+// hierarchy (by name). It is the same path in every hierarchy in every
+// context but systemd-unit on a v1 host, where systemd places the unit in
+// a few hierarchies only.
+func (r *Runner) callerVar(cs *caseState) string {
+	for _, h := range r.host.Managed() {
+		if c, ok := cs.caller[h.Key]; ok {
+			return c
+		}
+	}
+	return ""
+}
+
 func fakeHex(token string, n int) string {
 	s := strings.Repeat(fmt.Sprintf("%s%02d", token, n), 8)
 	return hex.EncodeToString([]byte(s))[:64]
@@ -237,12 +270,6 @@ func fakeUUID(token string, n int) string {
 }
 
 func (r *Runner) makeInstances(cs *caseState) error {
-	callerAny := ""
-	for _, p := range cs.caller {
-		callerAny = p
-		break
-	}
-	cs.vars = map[string]string{"token": r.token, "caseroot": cs.root, "caller": callerAny}
 	for i := range cs.c.Sandboxes {
 		sb := &cs.c.Sandboxes[i]
 		n := sb.Instances()

@@ -184,9 +184,14 @@ func comm(pid int) string {
 // runscProcs finds the runsc sandbox and gofer processes serving id in
 // the state folder root, among the harness's descendants.
 func runscProcs(pids []int, root, id string) map[string]int {
+	return matchRunsc(pids, cmdline, root, id)
+}
+
+// matchRunsc is runscProcs with the command lines read through argv.
+func matchRunsc(pids []int, argv func(int) []string, root, id string) map[string]int {
 	out := map[string]int{}
 	for _, p := range pids {
-		args := cmdline(p)
+		args := argv(p)
 		if len(args) < 2 || args[len(args)-1] != id {
 			continue
 		}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/ocispec"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 	"golang.org/x/sys/unix"
@@ -46,8 +47,17 @@ type Options struct {
 	Filter, Skip *regexp.Regexp
 	// Busybox is a static busybox binary for the rootfs.
 	Busybox string
-	// ModeLabel overrides the detected mode's label in the report.
-	ModeLabel string
+	// MatrixHost is the matrix host this machine is (-mode): results carry
+	// it, and the detected layout must be its layout.
+	MatrixHost mode.Host
+	// Throwaway says the host may be changed at will (a matrix VM): cases
+	// and inputs that require throwaway run only then.
+	Throwaway bool
+	// Strict turns a declared divergence that did not happen into a
+	// failure: the case must be updated.
+	Strict bool
+	// Trials, when > 0, overrides every case's trials (make killstorm).
+	Trials int
 	// CaseTimeout bounds each case x context x runtime.
 	CaseTimeout time.Duration
 	// Progress receives one line per result.
@@ -99,6 +109,9 @@ func Run(ctx context.Context, opt Options) (rep *report.Report, err error) {
 			return nil, fmt.Errorf("reading the host's cgroup layout: %w", err)
 		}
 	}
+	if opt.MatrixHost != "" && opt.MatrixHost.Cgroup() != host.Mode {
+		return nil, fmt.Errorf("-mode %s is a %s host, but this one is %s: the matrix booted the wrong image, or -mode names another host", opt.MatrixHost, opt.MatrixHost.Cgroup(), host.Mode)
+	}
 	r := &Runner{opt: opt, host: host, refused: map[string]string{}}
 	rep = &report.Report{Schema: report.Schema, Started: time.Now().UTC(), Host: r.hostInfo()}
 	for _, rt := range opt.Runtimes {
@@ -135,7 +148,8 @@ func Run(ctx context.Context, opt Options) (rep *report.Report, err error) {
 					rep.Results = append(rep.Results, res)
 					continue
 				}
-				fmt.Fprintf(opt.Progress, "=== RUN %s [%s] %s\n", c.Name, cx, rt.Name)
+				start := r.baseResult(c, cx, rt)
+				fmt.Fprintln(opt.Progress, report.StartLine(&start))
 				var res report.Result
 				if !canRun {
 					res = r.baseResult(c, cx, rt)
@@ -143,8 +157,7 @@ func Run(ctx context.Context, opt Options) (rep *report.Report, err error) {
 				} else {
 					res = r.runOne(ctx, c, cx, rt, idx)
 				}
-				fmt.Fprintf(opt.Progress, "%-4s %-30s %-22s %-14s %6.1fs %s\n", report.Symbol(res.Outcome), c.Name, "["+cx+"]", rt.Name,
-					float64(res.DurationMS)/1000, oneLine(res))
+				fmt.Fprintln(opt.Progress, report.DoneLine(&res, oneLine(res)))
 				rep.Results = append(rep.Results, res)
 				if opt.Checkpoint != nil {
 					rep.Finished = time.Now().UTC()
@@ -201,7 +214,7 @@ func (r *Runner) notesCopy() []string {
 }
 
 func (r *Runner) hostInfo() report.Host {
-	h := report.Host{Mode: r.host.Mode, Label: r.opt.ModeLabel, UID: os.Geteuid(), SystemdPID1: r.host.SystemdPID1, CgroupNS: r.host.CgroupNS}
+	h := report.Host{CgroupMode: r.host.Mode, MatrixHost: r.opt.MatrixHost, UID: os.Geteuid(), SystemdPID1: r.host.SystemdPID1, CgroupNS: r.host.CgroupNS}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		h.Kernel = unix.ByteSliceToString(u.Release[:])
@@ -213,18 +226,9 @@ func (r *Runner) hostInfo() report.Host {
 	return h
 }
 
-// mode is the detected host mode: what when.modes and divergence modes
-// match against, whatever -mode says.
-func (r *Runner) mode() string { return r.host.Mode }
-
-// modeLabel is the mode results carry (the -mode label, e.g. the VM
-// matrix's "systemd-v2", else the detected mode).
-func (r *Runner) modeLabel() string {
-	if r.opt.ModeLabel != "" {
-		return r.opt.ModeLabel
-	}
-	return r.host.Mode
-}
+// mode is the detected host layout: what when.modes and divergence modes
+// match against.
+func (r *Runner) mode() mode.Cgroup { return r.host.Mode }
 
 func (r *Runner) setup() error {
 	b := make([]byte, 4)
@@ -262,7 +266,7 @@ func (r *Runner) setup() error {
 		return fmt.Errorf("becoming a child subreaper (needed to find detached sandboxes): %w", err)
 	}
 	r.reaper = rp
-	if r.host.Mode == cgroupfs.ModeV2 {
+	if r.host.Mode == mode.V2 {
 		for _, x := range r.host.Hierarchies {
 			if !x.V2 {
 				continue
@@ -278,7 +282,7 @@ func (r *Runner) setup() error {
 }
 
 func (r *Runner) baseResult(c *casefile.Case, cx string, rt Runtime) report.Result {
-	return report.Result{Case: c.Name, Context: cx, Runtime: rt.Name, Mode: r.modeLabel(), HostMode: r.mode(), File: c.File, Source: c.Source, Purpose: c.Purpose}
+	return report.Result{Case: c.Name, Context: cx, Runtime: rt.Name, CgroupMode: r.mode(), MatrixHost: r.opt.MatrixHost, File: c.File, Source: c.Source, Purpose: c.Purpose}
 }
 
 // skipReason says why a case cannot run here, or "".
@@ -289,13 +293,35 @@ func (r *Runner) skipReason(c *casefile.Case, cx string, rt Runtime) string {
 	if why := r.refused[rt.Name]; why != "" {
 		return why
 	}
-	var modes []string
-	for _, q := range c.Requires {
+	if why := r.unmet(c.Requires); why != "" {
+		return why
+	}
+	switch cx {
+	case "kubepods-delegated":
+		if r.host.Mode != mode.V2 {
+			return "kubepods-delegated mounts cgroup2 at the root of a private cgroup namespace (the seed's fix): needs a cgroup v2 host"
+		}
+	case "systemd-unit", "systemd-unit-undelegated":
+		if !r.host.SystemdPID1 {
+			return "systemd-unit needs systemd as PID 1 to start a Delegate=yes unit (runs in the systemd VMs)"
+		}
+	}
+	return ""
+}
+
+// unmet says which requirement this host does not meet, or "". Every
+// requirement must hold (cases/README.md, "requires").
+func (r *Runner) unmet(reqs []string) string {
+	for _, q := range reqs {
 		switch q {
-		case "cgroup-v1", "hybrid", "cgroup-v2":
-			modes = append(modes, q)
+		case string(mode.V1), string(mode.Hybrid), string(mode.V2):
+			if string(r.host.Mode) != q {
+				return fmt.Sprintf("needs a %s host; this one is %s", q, r.host.Mode)
+			}
 		case "v1-controllers":
-			modes = append(modes, cgroupfs.ModeV1, cgroupfs.ModeHybrid)
+			if !r.host.Mode.HasV1Controllers() {
+				return fmt.Sprintf("needs v1 controllers (a cgroup-v1 or hybrid host); this one is %s", r.host.Mode)
+			}
 		case "root":
 			if os.Geteuid() != 0 {
 				return "needs root"
@@ -312,19 +338,10 @@ func (r *Runner) skipReason(c *casefile.Case, cx string, rt Runtime) string {
 			if _, err := os.Stat("/proc/self/ns/cgroup"); err != nil {
 				return "needs cgroup namespaces"
 			}
-		}
-	}
-	if len(modes) > 0 && !contains(modes, r.host.Mode) {
-		return fmt.Sprintf("needs a %s host; this one is %s", strings.Join(modes, " or "), r.host.Mode)
-	}
-	switch cx {
-	case "kubepods-delegated":
-		if r.host.Mode != cgroupfs.ModeV2 {
-			return "kubepods-delegated mounts cgroup2 at the root of a private cgroup namespace (the seed's fix): needs a cgroup v2 host"
-		}
-	case "systemd-unit", "systemd-unit-undelegated":
-		if !r.host.SystemdPID1 {
-			return "systemd-unit needs systemd as PID 1 to start a Delegate=yes unit (runs in the systemd VMs)"
+		case "throwaway":
+			if !r.opt.Throwaway {
+				return "needs a throwaway host (-throwaway, set by the matrix in its VMs): it may reach the real root of a hierarchy"
+			}
 		}
 	}
 	return ""
@@ -461,15 +478,18 @@ type caseState struct {
 	// callerHolders are the holders started in the caller's own cgroup.
 	callerHolders []int
 	extra         []string // cgroups outside the case root to watch (systemd unit)
-	unit          string
-	dir           string
-	logDir        string
-	insts         map[string][]*instance
-	order         []*instance
-	baseline      map[string]bool
-	mu            sync.Mutex
-	logN          int
-	vars          map[string]string
+	// foreign are the setup's processes by name: started by the harness,
+	// not by a runtime, so never a leak.
+	foreign  map[string]int
+	unit     string
+	dir      string
+	logDir   string
+	insts    map[string][]*instance
+	order    []*instance
+	baseline map[string]bool
+	mu       sync.Mutex
+	logN     int
+	vars     map[string]string
 }
 
 func (cs *caseState) nextLog() int {
@@ -496,7 +516,7 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 	timeout := r.caseLimit(c)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cs := &caseState{c: c, cx: cx, rt: rt, res: &res, root: fmt.Sprintf("%s/%03d", r.tree.Root, idx), insts: map[string][]*instance{}}
+	cs := &caseState{c: c, cx: cx, rt: rt, res: &res, root: fmt.Sprintf("%s/%03d", r.tree.Root, idx), insts: map[string][]*instance{}, foreign: map[string]int{}}
 	cs.dir = filepath.Join(r.work, fmt.Sprintf("%03d", idx))
 	cs.logDir = filepath.Join(cs.dir, "logs")
 	if err := os.MkdirAll(cs.logDir, 0o755); err != nil {
@@ -507,6 +527,12 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 	defer r.teardownCase(cs)
 	if err := r.setupContext(ctx, cs); err != nil {
 		cs.fail("setup", fmt.Sprintf("building the %s context: %v", cx, err), "")
+		res.Outcome = report.Fail
+		return res
+	}
+	cs.vars = map[string]string{"token": r.token, "caseroot": cs.root, "caller": r.callerVar(cs)}
+	if err := r.setupCase(ctx, cs, c.Setup); err != nil {
+		cs.fail("setup", err.Error(), "")
 		res.Outcome = report.Fail
 		return res
 	}
@@ -549,25 +575,19 @@ func (r *Runner) refusal(cs *caseState) string {
 	return ""
 }
 
-// decide turns failures and declared divergences into the outcome.
+// decide turns failures and declared divergences into the outcome. A
+// divergence declared for this runtime, mode and context that covers no
+// failure is stale: a note, or with -strict a failure of its own.
 func (r *Runner) decide(cs *caseState) {
 	res := cs.res
-	if len(res.Failures) == 0 {
-		res.Outcome = report.Pass
-		for _, d := range cs.c.Divergences {
-			if d.AppliesTo(cs.rt.Name, r.mode(), cs.cx) {
-				res.Reason = "declared divergence not observed: " + d.Reason
-			}
-		}
-		return
-	}
+	used := make([]bool, len(cs.c.Divergences))
 	unexpected := 0
 	var reasons []string
 	for i := range res.Failures {
 		f := &res.Failures[i]
-		for _, d := range cs.c.Divergences {
+		for j, d := range cs.c.Divergences {
 			if d.Covers(cs.rt.Name, r.mode(), cs.cx, f.Step) {
-				f.Expected = true
+				f.Expected, used[j] = true, true
 				if !contains(reasons, d.Reason) {
 					reasons = append(reasons, d.Reason)
 				}
@@ -578,11 +598,26 @@ func (r *Runner) decide(cs *caseState) {
 			unexpected++
 		}
 	}
-	if unexpected == 0 {
-		res.Outcome, res.Reason = report.Divergence, strings.Join(reasons, " / ")
-		return
+	var stale []string
+	for j, d := range cs.c.Divergences {
+		if !used[j] && d.AppliesTo(cs.rt.Name, r.mode(), cs.cx) {
+			stale = append(stale, "declared divergence not observed: "+d.Reason)
+		}
 	}
-	res.Outcome = report.Fail
+	if r.opt.Strict {
+		for _, s := range stale {
+			res.Failures = append(res.Failures, report.Failure{Step: "divergences", Message: "stale (-strict: update the case): " + s})
+			unexpected++
+		}
+	}
+	switch {
+	case unexpected > 0:
+		res.Outcome = report.Fail
+	case len(res.Failures) > 0:
+		res.Outcome, res.Reason = report.Divergence, strings.Join(reasons, " / ")
+	default:
+		res.Outcome, res.Reason = report.Pass, strings.Join(stale, " / ")
+	}
 }
 
 // selected reports whether "case [context]" name is to run: filter (if

@@ -16,6 +16,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/harness/roottest"
 )
 
 // The test binary doubles as the exec-in-cgroup helper and, when invoked
@@ -154,18 +155,13 @@ steps:
 // TestSelfTest runs the real runner, on this host's cgroups, against the
 // fake runtimes: right must pass, wrong must fail on exactly the
 // placement (and pass as an expected divergence once one is declared).
-// It needs root and works only under its own test root, which Run
-// creates and removes.
+// It needs root (roottest) and works only under its own test root, which
+// Run creates and removes.
 func TestSelfTest(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the runner creates its test root cgroup in every hierarchy")
-	}
-	if _, err := cgroupfs.Detect(); err != nil {
-		t.Skipf("no cgroups here: %v", err)
-	}
 	busybox := "/usr/bin/busybox"
-	if _, err := os.Stat(busybox); err != nil {
-		t.Skip("needs a static busybox at /usr/bin/busybox for the rootfs")
+	roottest.Require(t, busybox)
+	if _, err := cgroupfs.Detect(); err != nil {
+		t.Fatalf("no cgroups here: %v", err)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -180,10 +176,10 @@ func TestSelfTest(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		divergence bool
-		want       map[string]string
+		want       map[string]report.Outcome
 	}{
-		{"violations fail", false, map[string]string{"runc-right": report.Pass, "runc-wrong": report.Fail, "runc-leaky": report.Fail, "runc-dead": report.Fail}},
-		{"declared divergence", true, map[string]string{"runc-right": report.Pass, "runc-wrong": report.Divergence, "runc-leaky": report.Fail, "runc-dead": report.Fail}},
+		{"violations fail", false, map[string]report.Outcome{"runc-right": report.Pass, "runc-wrong": report.Fail, "runc-leaky": report.Fail, "runc-dead": report.Fail}},
+		{"declared divergence", true, map[string]report.Outcome{"runc-right": report.Pass, "runc-wrong": report.Divergence, "runc-leaky": report.Fail, "runc-dead": report.Fail}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := selfTestCase

@@ -13,6 +13,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/check"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 	"golang.org/x/sys/unix"
 )
@@ -66,7 +67,7 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		recs = []report.Step{rec}
 	case "sleep":
 		select {
-		case <-time.After(time.Duration(st.Seconds * float64(time.Second))):
+		case <-time.After(st.Duration.Duration):
 		case <-ctx.Done():
 		}
 		recs = []report.Step{{ID: st.ID, Do: st.Do}}
@@ -106,7 +107,7 @@ func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.S
 				e := check.Expect{}
 				if st.Expect != nil {
 					within := r.scaled(st.Expect.Within.Duration)
-					e = check.Expect{Fail: st.Expect.Fail, AnyExit: st.Expect.AnyExit, Output: st.Expect.Output, Within: within}
+					e = check.Expect{Fail: st.Expect.Fail, AnyExit: st.Expect.AnyExit, Output: expandFor(cs, in, st.Expect.Output), Within: within}
 				}
 				for _, m := range check.Evaluate(e, *res) {
 					cs.fail(st.ID, in.label+": "+m, "")
@@ -207,17 +208,19 @@ func (r *Runner) killStep(ctx context.Context, cs *caseState, st *casefile.Step,
 		return report.Step{Error: "no " + role + " process"}, nil
 	}
 	t0 := time.Now()
-	left := killAndWait([]int{pid}, 10*time.Second)
+	limit := r.scaled(10 * time.Second)
+	left := killAndWait([]int{pid}, limit)
 	rec := report.Step{Note: fmt.Sprintf("SIGKILL %s pid %d", role, pid), DurationMS: time.Since(t0).Milliseconds()}
 	if len(left) > 0 {
-		cs.fail(st.ID, fmt.Sprintf("%s: %s pid %d survived SIGKILL for 10s", in.label, role, pid), "")
+		cs.fail(st.ID, fmt.Sprintf("%s: %s pid %d survived SIGKILL for %s", in.label, role, pid, limit), "")
 	}
 	return rec, nil
 }
 
 func (r *Runner) waitStoppedStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
 	t0 := time.Now()
-	deadline := t0.Add(15 * time.Second)
+	limit := r.scaled(15 * time.Second)
+	deadline := t0.Add(limit)
 	last := ""
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		s, err := r.state(ctx, cs, in)
@@ -231,7 +234,7 @@ func (r *Runner) waitStoppedStep(ctx context.Context, cs *caseState, st *casefil
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	cs.fail(st.ID, fmt.Sprintf("%s: not stopped after 15s (%s)", in.label, last), "")
+	cs.fail(st.ID, fmt.Sprintf("%s: not stopped after %s (%s)", in.label, limit, last), "")
 	return report.Step{Error: last}, nil
 }
 
@@ -243,7 +246,7 @@ func (r *Runner) waitStoppedStep(ctx context.Context, cs *caseState, st *casefil
 func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
 	key := ""
 	for _, h := range r.host.Hierarchies {
-		if r.host.Mode == cgroupfs.ModeV2 && h.V2 || r.host.Mode != cgroupfs.ModeV2 && contains(h.Controllers(), "cpuacct") {
+		if r.host.Mode == mode.V2 && h.V2 || r.host.Mode != mode.V2 && contains(h.Controllers(), "cpuacct") {
 			key = h.Key
 		}
 	}
@@ -266,7 +269,8 @@ func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step,
 		return report.Step{Error: err.Error()}, nil
 	}
 	burn := *st
-	burn.Args = []string{"/bin/timeout", fmt.Sprintf("%g", st.Seconds), "/bin/sh", "-c", "while :; do :; done"}
+	secs := st.Duration.Seconds()
+	burn.Args = []string{"/bin/timeout", fmt.Sprintf("%g", secs), "/bin/sh", "-c", "while :; do :; done"}
 	res := r.runCommand(ctx, cs, r.runtimeArgs(cs, in, "exec", &burn), r.commandLimit())
 	sb1, c1, err := read()
 	if err != nil {
@@ -278,8 +282,8 @@ func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step,
 	rec.Note = fmt.Sprintf("burned %.2fs wall; sandbox cgroup %s charged %.2fs; caller cgroup %s charged %.2fs", res.dur.Seconds(), sandboxCg, dSb.Seconds(), callerCg, dC.Seconds())
 	if st.Expect != nil && st.Expect.RollupAtLeast > 0 {
 		switch {
-		case dSb < time.Duration(0.2*st.Seconds*float64(time.Second)):
-			cs.fail(st.ID, fmt.Sprintf("%s: the sandbox's cgroup was charged only %.2fs for a %gs burn: the burn did not run (exit %d: %s)", in.label, dSb.Seconds(), st.Seconds, res.exit, trunc(res.output, 200)), "")
+		case dSb < time.Duration(0.2*float64(st.Duration.Duration)):
+			cs.fail(st.ID, fmt.Sprintf("%s: the sandbox's cgroup was charged only %.2fs for a %gs burn: the burn did not run (exit %d: %s)", in.label, dSb.Seconds(), secs, res.exit, trunc(res.output, 200)), "")
 		case dC < time.Duration(st.Expect.RollupAtLeast*float64(dSb)):
 			cs.fail(st.ID, fmt.Sprintf("%s: the caller's cgroup was charged %.2fs of the sandbox's %.2fs, want at least %.0f%% (the sandbox's CPU is not accounted to its caller)", in.label, dC.Seconds(), dSb.Seconds(), 100*st.Expect.RollupAtLeast), "")
 		}
@@ -308,7 +312,7 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 			rel = expandFor(cs, cs.insts[p.Sandbox][0], rel)
 		}
 		// With several instances a path can only name a shared parent.
-		return check.Placement(p.Relation, rel, p.Roles, procs, cs.caller, keys, names)
+		return check.Placement(r.relation(p.Relation), rel, p.Roles, procs, cs.caller, keys, names)
 	case len(c.Distinct) > 0:
 		m := map[string][]report.Process{}
 		for _, s := range c.Distinct {
@@ -391,6 +395,11 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 		return check.Placement(c.Holders, "", nil, procs, cs.caller, keys, names)
 	case c.RunscLog != nil:
 		return r.checkRunscLog(cs, c.RunscLog)
+	case c.NothingRemoved:
+		_, removed := diffSets(cs.baseline, r.snapshot(cs))
+		if len(removed) > 0 {
+			return fmt.Sprintf("%d cgroup(s) of the baseline removed (a runtime removed what it did not create)", len(removed)), strings.Join(groupByPath(removed, len(r.host.Hierarchies)), "\n")
+		}
 	case c.NothingCreated:
 		added, _ := diffSets(cs.baseline, r.snapshot(cs))
 		if len(added) > 0 {
@@ -398,6 +407,19 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 		}
 	}
 	return "", ""
+}
+
+// relation resolves "base", where a relative cgroupsPath goes by default:
+// beneath the caller C on v1 and hybrid hosts, beside it (in C's parent)
+// on v2.
+func (r *Runner) relation(rel string) string {
+	if rel != "base" {
+		return rel
+	}
+	if r.host.Mode == mode.V2 {
+		return "beside"
+	}
+	return "beneath"
 }
 
 func expandFor(cs *caseState, in *instance, s string) string {
@@ -481,25 +503,12 @@ func unwrapErrno(err error) error {
 	return err
 }
 
-// writeStep writes a value into a cgroup file of the context (below the
-// case root only).
+// writeStep writes a value into a file of an existing cgroup of the
+// context (below the case root only; make it with a setup mkdir).
 func (r *Runner) writeStep(cs *caseState, w *casefile.Write) error {
-	h, err := r.host.ForFile(w.File)
+	dirs, err := r.cgroupDirs(cs, w.Cgroup)
 	if err != nil {
 		return err
 	}
-	d := cs.callerOf(h.Key)
-	switch {
-	case w.Cgroup == "parent":
-		d = path.Dir(d)
-	case strings.HasPrefix(w.Cgroup, "caller/"):
-		d = path.Join(d, strings.TrimPrefix(w.Cgroup, "caller/"))
-	}
-	if err := r.tree.Mkdir(d); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(h.Dir(d), w.File), []byte(w.Value), 0o644); err != nil {
-		return fmt.Errorf("writing %q to %s:%s/%s: %w", w.Value, h.Name(), d, w.File, err)
-	}
-	return nil
+	return r.writeIn(dirs, w.File, w.Value)
 }
