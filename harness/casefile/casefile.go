@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -160,8 +161,8 @@ type Step struct {
 	Signal string `json:"signal,omitempty"`
 	// Duration for sleep and burn ("3s").
 	Duration Duration `json:"duration,omitempty"`
-	// Kill (create, start, run): SIGKILL the runtime command itself this
-	// long after it started; the step then expects nothing of its exit.
+	// Kill (create, start): SIGKILL the runtime command itself this long
+	// after it started; the step then expects nothing of its exit.
 	Kill *Kill `json:"kill,omitempty"`
 	// Process names a setup process (join, kill-process).
 	Process string `json:"process,omitempty"`
@@ -608,11 +609,23 @@ func (c *Case) Validate() error {
 		if err := checkVars(in.Path, vars); err != nil {
 			return ferr(f+".path", "%v", err)
 		}
+		if p := in.Placement; p != nil {
+			if err := checkVars(p.Path, vars); err != nil {
+				return ferr(f+".placement.path", "%v", err)
+			}
+		}
 		if err := checkInputPath(in.Path, append(slices.Clone(c.Requires), in.Requires...)); err != nil {
 			return ferr(f+".path", "%v", err)
 		}
 	}
-	if len(c.Steps) == 0 {
+	switch {
+	case len(c.Inputs) > 0 && len(c.Steps) > 0:
+		return ferr("steps", "a table case (inputs) runs the table protocol (cases/README.md, \"Table cases\"): it takes no steps")
+	case len(c.Inputs) > 0 && (len(c.Sandboxes) != 1 || c.Sandboxes[0].Instances() != 1 || !strings.Contains(string(c.Sandboxes[0].Spec), `"${input}"`)):
+		return ferr("sandboxes", "a table case has one sandbox whose spec sets linux.cgroupsPath: \"${input}\"")
+	case len(c.Inputs) > 0 && c.Trials > 1:
+		return ferr("trials", "a table case runs each input once")
+	case len(c.Inputs) == 0 && len(c.Steps) == 0:
 		return ferr("steps", "at least one step is needed")
 	}
 	stepIDs := map[string]bool{"cleanup": true}
@@ -765,8 +778,8 @@ func (st *Step) validate(f string, sandboxes, processes, vars map[string]bool) e
 		return ferr(f+".duration", "sleep and burn need a positive duration (\"3s\"), and only they take one")
 	}
 	if k := st.Kill; k != nil {
-		if st.Do != "create" && st.Do != "start" && st.Do != "run" {
-			return ferr(f+".kill", "only create, start and run can be killed")
+		if st.Do != "create" && st.Do != "start" {
+			return ferr(f+".kill", "only create and start can be killed (split run into create and start)")
 		}
 		fixed, random := k.After.Duration > 0, k.Min.Duration > 0 || k.Max.Duration > 0
 		if fixed == random || (random && (k.Min.Duration < 0 || k.Max.Duration <= k.Min.Duration)) {
@@ -1006,20 +1019,22 @@ func attributable(p string) error {
 	return fmt.Errorf("%q: the first element of a relative path must contain ${token} or ${id}, so that the harness can find it even at a hierarchy root (e.g. \"actors-${token}/a1\")", p)
 }
 
-// checkInputPath holds a table input to the same rule, except where the
-// input may be changed at will (throwaway): an input with a ".." element,
-// or one the rule refuses ("/", "."), may reach the real root of a
-// hierarchy (runc resolves relative paths from the unified root on hybrid
-// hosts), which is never done on a shared host.
+// checkInputPath holds a table input to the same rule once lexically
+// cleaned ("${token}-a/../b" is "b"), except where the host may be changed
+// at will (throwaway): an input whose clean form climbs (".." left) or that
+// the rule refuses ("/", ".") may reach the real root of a hierarchy (runc
+// resolves relative paths from the unified root on hybrid hosts), which is
+// never done on a shared host.
 func checkInputPath(p string, requires []string) error {
-	if slices.Contains(requires, "throwaway") {
+	if slices.Contains(requires, "throwaway") || p == "" {
 		return nil
 	}
-	if slices.Contains(strings.Split(p, "/"), "..") {
-		return fmt.Errorf("%q has a \"..\" element: it may reach the real root of a hierarchy; add requires: [throwaway]", p)
+	clean := path.Clean(p)
+	if slices.Contains(strings.Split(clean, "/"), "..") {
+		return fmt.Errorf("%q climbs (%q once clean): it may reach the real root of a hierarchy; add requires: [throwaway]", p, clean)
 	}
-	if err := attributable(p); err != nil {
-		return fmt.Errorf("%w; or, if it must be this path, add requires: [throwaway]", err)
+	if err := attributable(clean); err != nil {
+		return fmt.Errorf("once clean, %w; or, if it must be this path, add requires: [throwaway]", err)
 	}
 	return nil
 }

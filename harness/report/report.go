@@ -25,7 +25,7 @@
 //	     "reason": why skipped / the declared divergence reason,
 //	     "failures": [{"step","message","diff","expected"}],   // diff: go-cmp (-want +got)
 //	     "durationMs",
-//	     "trials": {"trials","failed","leaked","maxDeleteMs"} for a case with trials,
+//	     "trials": {"trials","killed","failed","leaked","leakedItems","maxDeleteMs"} for a case with trials,
 //	     "inputs": [{"input","category","exit","evidence"}] for a table case,
 //	     "steps": [{"id","do","sandbox","command","exit","output","durationMs",
 //	                "error","added","removed","processes":[{"pid","role","cgroups"}],"skipped"}],
@@ -152,6 +152,9 @@ func (r Result) Brief() Result {
 // Trials sums up a case run several times with fresh IDs (trials: N).
 type Trials struct {
 	Trials int `json:"trials"`
+	// Killed counts trials in which a kill step really SIGKILLed its
+	// runtime command (it may have exited before its moment came).
+	Killed int `json:"killed"`
 	// Failed counts trials with an unmet expectation.
 	Failed int `json:"failed"`
 	// Leaked counts trials that left something behind (cgroup or

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -114,14 +115,15 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 		if !in.created || in.deleted {
 			continue
 		}
-		res := r.runCommand(ctx, cs, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "delete-force", in.id, in.bundle, nil, "")...), r.scaled(60*time.Second))
+		res := r.runCommand(ctx, cs, in, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "delete-force", in.id, in.bundle, nil, "")...), r.scaled(60*time.Second))
+		cs.noteDelete(res.dur)
 		if res.exit != 0 {
 			notes = append(notes, fmt.Sprintf("delete --force %s exited %d: %s", in.label, res.exit, trunc(res.output, 300)))
 		}
 	}
 	// Give exiting sandboxes a moment, then look for what is left.
 	var leaks []string
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(r.scaled(3 * time.Second))
 	for {
 		leaks = r.leftovers(cs)
 		if len(leaks) == 0 || time.Now().After(deadline) {
@@ -136,8 +138,13 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 	rec.Note = strings.Join(notes, "; ")
 	cs.res.Steps = append(cs.res.Steps, rec)
 	if len(leaks) > 0 {
-		cs.res.Leaks = leaks
 		cs.fail("cleanup", fmt.Sprintf("left behind after every sandbox was deleted: %d item(s)", len(leaks)), strings.Join(groupByPath(leaks, len(r.host.Hierarchies)), "\n"))
+		if cs.trials > 1 {
+			for i := range leaks {
+				leaks[i] = fmt.Sprintf("trial %d: %s", cs.trial+1, leaks[i])
+			}
+		}
+		cs.res.Leaks = append(cs.res.Leaks, leaks...)
 	}
 }
 
@@ -156,7 +163,50 @@ func (r *Runner) leftovers(cs *caseState) []string {
 	for _, p := range r.strayProcs(cs) {
 		out = append(out, fmt.Sprintf("pid %d (%s) %s", p, comm(p), strings.Join(cmdline(p), " ")))
 	}
+	return append(out, r.strayMounts(cs)...)
+}
+
+// strayMounts are mounts a runtime left in the case's folder (a failed
+// start's rootfs or bundle mounts): every mount there is a leak, except
+// the one runsc --network=none binds into each --root it uses
+// ("null-netns", kept for the root's later sandboxes) and the harness's
+// own tmpfs of a sandbox mount namespace (in that namespace only).
+func (r *Runner) strayMounts(cs *caseState) []string {
+	mps, err := mounts.Under(cs.dir)
+	if err != nil {
+		return []string{"mounts: " + err.Error()}
+	}
+	var out []string
+	for _, m := range mps {
+		if filepath.Base(m) == "null-netns" && strings.HasPrefix(m, filepath.Join(cs.dir, "state")+"/") {
+			continue
+		}
+		out = append(out, "mount "+m)
+	}
 	return out
+}
+
+// scrub removes what a trial (or table input) left once it is recorded,
+// so the next one starts from the baseline: it kills the runtime's stray
+// processes (the harness's descendants only) and removes every cgroup
+// added since the baseline, deepest first.
+func (r *Runner) scrub(cs *caseState) {
+	killAndWait(r.strayProcs(cs), r.scaled(5*time.Second))
+	added, _ := diffSets(cs.baseline, r.snapshot(cs))
+	sort.Slice(added, func(i, j int) bool { return strings.Count(added[i], "/") > strings.Count(added[j], "/") })
+	byName := map[string]cgroupfs.Hierarchy{}
+	for _, h := range r.host.Hierarchies {
+		byName[h.Name()] = h
+	}
+	for _, a := range added {
+		name, p, _ := strings.Cut(a, ":")
+		if h, ok := byName[name]; ok {
+			cgroupfs.RemoveTree(h.Dir(p), r.scaled(2*time.Second))
+		}
+	}
+	for _, in := range cs.order {
+		in.created, in.deleted = false, false
+	}
 }
 
 // nestedLeaves are the caller's nested leaves, when a sandbox of the case

@@ -373,12 +373,22 @@ type cmdResult struct {
 	output string
 	dur    time.Duration
 	err    error
+	// killed: the harness SIGKILLed the command (runKilled).
+	killed bool
 }
 
 // runCommand runs argv through the exec-in-cgroup re-exec, in the caller
 // context's cgroups. stdio are files of its own (runsc sets O_NONBLOCK on
 // its stdio and a detached sandbox inherits them).
-func (r *Runner) runCommand(ctx context.Context, cs *caseState, argv []string, timeout time.Duration) cmdResult {
+func (r *Runner) runCommand(ctx context.Context, cs *caseState, in *instance, argv []string, timeout time.Duration) cmdResult {
+	return r.runKilled(ctx, cs, in, argv, timeout, 0)
+}
+
+// runKilled is runCommand that, with killAfter > 0, SIGKILLs the runtime
+// command itself (the helper execs it, so its PID is the runtime's) that
+// long after it started, if it is still running: a runtime dying at any
+// moment of create or start.
+func (r *Runner) runKilled(ctx context.Context, cs *caseState, in *instance, argv []string, timeout, killAfter time.Duration) cmdResult {
 	n := cs.nextLog()
 	logPath := filepath.Join(cs.logDir, fmt.Sprintf("%03d.log", n))
 	res := cmdResult{argv: argv, exit: -1}
@@ -404,6 +414,9 @@ func (r *Runner) runCommand(ctx context.Context, cs *caseState, argv []string, t
 			helper = append(helper, "--read-only")
 		}
 	}
+	if in != nil && in.mountns != 0 {
+		helper = append(helper, "--mountns-of", fmt.Sprint(in.mountns))
+	}
 	helper = append(helper, "--")
 	helper = append(helper, argv...)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -423,7 +436,17 @@ func (r *Runner) runCommand(ctx context.Context, cs *caseState, argv []string, t
 		res.err = err
 		return res
 	}
+	var killer *time.Timer
+	killed := make(chan bool, 1)
+	if killAfter > 0 {
+		// os.Process signals through a pidfd: once Wait has reaped the
+		// command, the kill fails instead of hitting a reused PID.
+		killer = time.AfterFunc(killAfter, func() { killed <- cmd.Process.Signal(unix.SIGKILL) == nil })
+	}
 	werr := cmd.Wait()
+	if killer != nil && !killer.Stop() {
+		res.killed = <-killed // it fired: wait for its verdict
+	}
 	res.dur = time.Since(start)
 	r.reaper.release(pid)
 	res.exit = cmd.ProcessState.ExitCode()
@@ -459,6 +482,9 @@ type instance struct {
 	// later checks can tell they are gone.
 	pids  map[string]int
 	procs []report.Process
+	// mountns is the PID holding the sandbox's private mount namespace
+	// (sandbox mountns), 0 for the harness's own.
+	mountns int
 }
 
 // caseState is one case x context x runtime in progress.
@@ -480,16 +506,27 @@ type caseState struct {
 	extra         []string // cgroups outside the case root to watch (systemd unit)
 	// foreign are the setup's processes by name: started by the harness,
 	// not by a runtime, so never a leak.
-	foreign  map[string]int
-	unit     string
-	dir      string
-	logDir   string
-	insts    map[string][]*instance
-	order    []*instance
-	baseline map[string]bool
-	mu       sync.Mutex
-	logN     int
-	vars     map[string]string
+	foreign map[string]int
+	// mountns holds a process per named mount namespace (sandbox mountns).
+	mountns map[string]int
+	// trial is the current trial (0-based) of trials trials; a failure's
+	// message names it when there are several.
+	trial, trials int
+	// suffix makes this trial's (or input's) container IDs fresh.
+	suffix string
+	// maxDelete is the longest delete command of the current trial, and
+	// killed whether a kill step of it SIGKILLed its command.
+	maxDelete time.Duration
+	killed    bool
+	unit      string
+	dir       string
+	logDir    string
+	insts     map[string][]*instance
+	order     []*instance
+	baseline  map[string]bool
+	mu        sync.Mutex
+	logN      int
+	vars      map[string]string
 }
 
 func (cs *caseState) nextLog() int {
@@ -502,7 +539,17 @@ func (cs *caseState) nextLog() int {
 func (cs *caseState) fail(step, msg, diff string) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
+	if cs.trials > 1 {
+		msg = fmt.Sprintf("trial %d/%d: %s", cs.trial+1, cs.trials, msg)
+	}
 	cs.res.Failures = append(cs.res.Failures, report.Failure{Step: step, Message: msg, Diff: diff})
+}
+
+// noteDelete records the time of a delete command for the trial's maximum.
+func (cs *caseState) noteDelete(d time.Duration) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.maxDelete = max(cs.maxDelete, d)
 }
 
 func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Runtime, idx int) (res report.Result) {
@@ -516,7 +563,7 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 	timeout := r.caseLimit(c)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cs := &caseState{c: c, cx: cx, rt: rt, res: &res, root: fmt.Sprintf("%s/%03d", r.tree.Root, idx), insts: map[string][]*instance{}, foreign: map[string]int{}}
+	cs := &caseState{c: c, cx: cx, rt: rt, res: &res, root: fmt.Sprintf("%s/%03d", r.tree.Root, idx), foreign: map[string]int{}, mountns: map[string]int{}}
 	cs.dir = filepath.Join(r.work, fmt.Sprintf("%03d", idx))
 	cs.logDir = filepath.Join(cs.dir, "logs")
 	if err := os.MkdirAll(cs.logDir, 0o755); err != nil {
@@ -536,16 +583,105 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 		res.Outcome = report.Fail
 		return res
 	}
-	if err := r.makeInstances(cs); err != nil {
+	if err := r.setupMountns(cs); err != nil {
 		cs.fail("setup", err.Error(), "")
 		res.Outcome = report.Fail
 		return res
 	}
+	if len(c.Inputs) > 0 {
+		r.runTable(ctx, cs)
+	} else {
+		r.runTrials(ctx, cs)
+	}
+	if why := r.refusal(cs); why != "" {
+		r.refused[rt.Name] = why
+		res.Outcome, res.Reason, res.Failures = report.Skip, why, nil
+		return res
+	}
+	r.decide(cs)
+	return res
+}
+
+// trialsOf is how many times the case runs: -trials, else its own.
+func (r *Runner) trialsOf(c *casefile.Case) int {
+	if r.opt.Trials > 0 {
+		return r.opt.Trials
+	}
+	return max(c.Trials, 1)
+}
+
+// keptTrials is how many failed trials keep their step records (the
+// first trial always does): enough to read what went wrong, not 200.
+const keptTrials = 3
+
+// runTrials runs the case's steps once per trial, each with fresh container
+// IDs and its own time limit, and sums the trials up. Between trials it
+// removes what the last one left (after recording it), so every trial
+// starts from the baseline.
+func (r *Runner) runTrials(ctx context.Context, cs *caseState) {
+	c, res := cs.c, cs.res
+	n := r.trialsOf(c)
+	cs.trials = n
+	var stats report.Trials
+	keptFailed := 0
+	for t := 0; t < n; t++ {
+		if ctx.Err() != nil {
+			cs.fail("trials", fmt.Sprintf("interrupted before trial %d of %d", t+1, n), "")
+			break
+		}
+		cs.trial, cs.maxDelete, cs.killed = t, 0, false
+		if n > 1 {
+			cs.suffix = fmt.Sprintf("-t%0*d", len(fmt.Sprint(n-1)), t)
+		}
+		failuresBefore, stepsBefore, leaksBefore := len(res.Failures), len(res.Steps), len(res.Leaks)
+		r.runTrial(ctx, cs)
+		stats.Trials++
+		failed := len(res.Failures) > failuresBefore
+		if failed {
+			stats.Failed++
+		}
+		if k := len(res.Leaks) - leaksBefore; k > 0 {
+			stats.Leaked++
+			stats.LeakedItems += k
+		}
+		stats.MaxDeleteMS = max(stats.MaxDeleteMS, cs.maxDelete.Milliseconds())
+		if cs.killed {
+			stats.Killed++
+		}
+		if n > 1 {
+			keep := t == 0 || (failed && keptFailed < keptTrials)
+			if failed && t > 0 && keep {
+				keptFailed++
+			}
+			if !keep {
+				res.Steps = res.Steps[:stepsBefore]
+			}
+			r.scrub(cs)
+		}
+	}
+	if n > 1 {
+		res.Trials = &stats
+	}
+}
+
+// runTrial is one run of the steps: fresh instances, a baseline, the
+// steps, the final cleanup.
+func (r *Runner) runTrial(parent context.Context, cs *caseState) {
+	c, res := cs.c, cs.res
+	timeout := r.caseLimit(c)
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	if err := r.makeInstances(cs); err != nil {
+		cs.fail("setup", err.Error(), "")
+		return
+	}
 	cs.baseline = r.snapshot(cs)
-	res.TreeBefore = keys(cs.baseline)
+	if res.TreeBefore == nil {
+		res.TreeBefore = keys(cs.baseline)
+	}
 	for i := range c.Steps {
 		st := &c.Steps[i]
-		if !st.When.Applies(r.mode(), cx) {
+		if !st.When.Applies(r.mode(), cs.cx) {
 			res.Steps = append(res.Steps, report.Step{ID: st.ID, Do: st.Do, Sandbox: st.Sandbox, Skipped: "not for this mode/context"})
 			continue
 		}
@@ -556,13 +692,6 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 		r.doStep(ctx, cs, st)
 	}
 	r.finalCleanup(context.WithoutCancel(ctx), cs)
-	if why := r.refusal(cs); why != "" {
-		r.refused[rt.Name] = why
-		res.Outcome, res.Reason, res.Failures = report.Skip, why, nil
-		return res
-	}
-	r.decide(cs)
-	return res
 }
 
 // refusal detects a runtime refusing the host outright.
@@ -643,7 +772,7 @@ func (r *Runner) observe(ctx context.Context, cs *caseState, in *instance) (why 
 		found[cs.rt.StateRole()] = st.Pid
 	}
 	if cs.rt.Kind == "runsc" {
-		for role, pid := range runscProcs(descendants(os.Getpid()), in.root, in.id) {
+		for role, pid := range runscProcs(descendants(os.Getpid()), in.root, in.id, in.bundle) {
 			found[role] = pid
 		}
 	}
@@ -671,7 +800,7 @@ type ociState struct {
 }
 
 func (r *Runner) state(ctx context.Context, cs *caseState, in *instance) (ociState, error) {
-	res := r.runCommand(ctx, cs, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "state", in.id, in.bundle, nil, "")...), r.scaled(30*time.Second))
+	res := r.runCommand(ctx, cs, in, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "state", in.id, in.bundle, nil, "")...), r.scaled(30*time.Second))
 	var st ociState
 	if res.err != nil {
 		return st, res.err

@@ -122,9 +122,12 @@ func TestMatchRunsc(t *testing.T) {
 		14: {"/usr/bin/runsc-sandbox", "--root=/r", "boot", "--root=/x"}, // ID missing
 		15: {"sleep", "--root=/r", "id"},                                 // not runsc
 		16: nil,                                                          // gone
+		// The same root path and ID, another bundle: another mount
+		// namespace's sandbox.
+		17: {"runsc-sandbox", "--root=/r", "boot", "--bundle=/b2", "id"},
 	}
 	argv := func(pid int) []string { return procs[pid] }
-	got := matchRunsc([]int{10, 11, 12, 13, 14, 15, 16}, argv, "/r", "id")
+	got := matchRunsc([]int{17, 10, 11, 12, 13, 14, 15, 16}, argv, "/r", "id", "/b")
 	if diff := cmp.Diff(map[string]int{"sandbox": 10, "gofer": 11}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

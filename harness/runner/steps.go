@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
@@ -54,6 +55,12 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		recs = r.forInstances(ctx, cs, st, r.commandStep)
 	case "kill-sandbox", "kill-gofer":
 		recs = r.forInstances(ctx, cs, st, r.killStep)
+	case "cycle":
+		recs = r.forInstances(ctx, cs, st, r.cycleStep)
+	case "join":
+		recs = r.forInstances(ctx, cs, st, r.joinStep)
+	case "kill-process":
+		recs = []report.Step{r.killProcessStep(cs, st)}
 	case "wait-stopped":
 		recs = r.forInstances(ctx, cs, st, r.waitStoppedStep)
 	case "burn":
@@ -149,13 +156,31 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	var rec report.Step
 	var last cmdResult
 	total := time.Duration(0)
+	killAfter := r.killDelay(st.Kill)
 	for _, a := range actions {
 		if a == "create" {
 			in.before = r.snapshot(cs)
 		}
-		last = r.runCommand(ctx, cs, r.runtimeArgs(cs, in, a, st), r.commandLimit())
+		last = r.runKilled(ctx, cs, in, r.runtimeArgs(cs, in, a, st), r.commandLimit(), killAfter)
 		total += last.dur
 		rec = record(last)
+		if a == "delete" || a == "delete-force" {
+			cs.noteDelete(last.dur)
+		}
+		if st.Kill != nil {
+			if last.killed {
+				cs.mu.Lock()
+				cs.killed = true
+				cs.mu.Unlock()
+				rec.Note = fmt.Sprintf("SIGKILLed the runtime command after %s", killAfter.Round(time.Millisecond))
+			} else {
+				rec.Note = fmt.Sprintf("the runtime command exited %d before its SIGKILL at %s", last.exit, killAfter.Round(time.Millisecond))
+			}
+			if a == "create" {
+				in.created = true // whatever it got to, delete must find it
+			}
+			break
+		}
 		if last.exit == 0 && last.err == nil {
 			switch a {
 			case "create":
@@ -173,8 +198,11 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 		}
 	}
 	notes := in.notes
+	if rec.Note != "" {
+		notes = append([]string{rec.Note}, notes...)
+	}
 	if st.Do == "create" || st.Do == "start" || st.Do == "run" {
-		if why := r.observe(ctx, cs, in); why != "" && last.exit == 0 && last.err == nil {
+		if why := r.observe(ctx, cs, in); why != "" && last.exit == 0 && last.err == nil && !last.killed {
 			notes = append(notes, "no process observed: "+why)
 		}
 		rec.Processes = in.procs
@@ -183,7 +211,114 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	if last.err != nil {
 		rec.Error = last.err.Error()
 	}
+	if st.Kill != nil {
+		// A killed command has no exit status to hold it to; what it left
+		// is for the steps after it to find.
+		return rec, nil
+	}
 	return rec, &check.Command{Exit: last.exit, Output: last.output, Dur: total}
+}
+
+// killDelay is when to SIGKILL a runtime command: the fixed delay, or a
+// uniformly random one in [min, max), scaled like every bound (under
+// emulation a create is slower, and so is the moment to hit inside it).
+func (r *Runner) killDelay(k *casefile.Kill) time.Duration {
+	switch {
+	case k == nil:
+		return 0
+	case k.After.Duration > 0:
+		return r.scaled(k.After.Duration)
+	}
+	span := k.Max.Duration - k.Min.Duration
+	return r.scaled(k.Min.Duration + time.Duration(rand.Int64N(int64(span))))
+}
+
+// cycleStep runs Repeat rounds of create, start and delete --force of one
+// instance, each command held to exit 0: instances of a count: N sandbox
+// cycle side by side, so one's delete races another's create.
+func (r *Runner) cycleStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+	t0 := time.Now()
+	var bad []string
+	rounds := 0
+	for k := 0; k < st.Repeat && ctx.Err() == nil && len(bad) == 0; k++ {
+		rounds++
+		failed := false
+		for _, a := range []string{"create", "start", "delete-force"} {
+			if failed && a != "delete-force" {
+				continue // still delete what this round made
+			}
+			res := r.runCommand(ctx, cs, in, r.runtimeArgs(cs, in, a, st), r.commandLimit())
+			switch a {
+			case "create":
+				in.created, in.deleted = true, false
+			case "delete-force":
+				cs.noteDelete(res.dur)
+				if res.exit == 0 && res.err == nil {
+					in.deleted = true
+				}
+			}
+			if res.exit != 0 || res.err != nil {
+				why := fmt.Sprintf("round %d: %s exited %d: %s", k+1, a, res.exit, check.LastLines(res.output, 3))
+				if res.err != nil {
+					why += " (" + res.err.Error() + ")"
+				}
+				bad = append(bad, why)
+				failed = true
+			}
+		}
+	}
+	for _, b := range bad {
+		cs.fail(st.ID, in.label+": "+b, "")
+	}
+	rec := report.Step{DurationMS: time.Since(t0).Milliseconds(), Note: fmt.Sprintf("%d of %d rounds of create, start, delete --force", rounds, st.Repeat)}
+	if len(bad) > 0 {
+		rec.Error = strings.Join(bad, "; ")
+	}
+	return rec, nil
+}
+
+// joinStep moves a setup process into the sandbox's cgroup in every
+// hierarchy the sandbox's main process has one of its own: a foreign
+// process inside a sandbox's cgroup (another tenant's, a debugging shell),
+// which makes the cgroup busy at delete.
+func (r *Runner) joinStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+	pid := cs.foreign[st.Process]
+	m, ok := check.Main(in.procs)
+	if !ok {
+		cs.fail(st.ID, in.label+": no process of the sandbox observed to find its cgroup", "")
+		return report.Step{Error: "no sandbox process"}, nil
+	}
+	var moved []string
+	for _, h := range r.host.Hierarchies {
+		cg, ok := m.Cgroups[h.Key]
+		if !ok || cg == cs.caller[h.Key] || cg == "/" {
+			continue
+		}
+		if !cgroupfs.IsUnder(cg, r.tree.Root) && !strings.Contains(cg, r.token) {
+			cs.fail(st.ID, fmt.Sprintf("%s: the sandbox's cgroup %s:%s is neither below the test root nor named with the run token: not moving a process there", in.label, h.Name(), cg), "")
+			continue
+		}
+		if err := cgroupfs.WritePid(h.Dir(cg), pid); err != nil {
+			cs.fail(st.ID, fmt.Sprintf("%s: moving %s (pid %d) into %s:%s: %v", in.label, st.Process, pid, h.Name(), cg, err), "")
+			continue
+		}
+		moved = append(moved, h.Name()+":"+cg)
+	}
+	if len(moved) == 0 {
+		cs.fail(st.ID, in.label+": the sandbox has no cgroup of its own to join", "")
+	}
+	return report.Step{Note: fmt.Sprintf("%s (pid %d) joined %s", st.Process, pid, strings.Join(moved, " "))}, nil
+}
+
+// killProcessStep SIGKILLs a setup process and waits until it is gone.
+func (r *Runner) killProcessStep(cs *caseState, st *casefile.Step) report.Step {
+	pid := cs.foreign[st.Process]
+	rec := report.Step{ID: st.ID, Do: st.Do, Note: fmt.Sprintf("SIGKILL %s pid %d", st.Process, pid)}
+	if left := killAndWait([]int{pid}, r.scaled(10*time.Second)); len(left) > 0 {
+		cs.fail(st.ID, fmt.Sprintf("%s (pid %d) survived SIGKILL", st.Process, pid), "")
+		rec.Error = "survived SIGKILL"
+	}
+	return rec
 }
 
 func (r *Runner) killStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
@@ -271,7 +406,7 @@ func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step,
 	burn := *st
 	secs := st.Duration.Seconds()
 	burn.Args = []string{"/bin/timeout", fmt.Sprintf("%g", secs), "/bin/sh", "-c", "while :; do :; done"}
-	res := r.runCommand(ctx, cs, r.runtimeArgs(cs, in, "exec", &burn), r.commandLimit())
+	res := r.runCommand(ctx, cs, in, r.runtimeArgs(cs, in, "exec", &burn), r.commandLimit())
 	sb1, c1, err := read()
 	if err != nil {
 		cs.fail(st.ID, "reading CPU usage: "+err.Error(), "")
