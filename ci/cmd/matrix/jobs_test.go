@@ -121,7 +121,7 @@ func TestPayloadPassesTheTimeScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "-run ^x -skip y$ -time-scale=10 -timeout 5m"; p.HarnessArgs != want {
+	if want := "-run ^x -skip y$ -time-scale=10 -throwaway -timeout 5m"; p.HarnessArgs != want {
 		t.Errorf("harness args %q, want %q", p.HarnessArgs, want)
 	}
 	if _, err := payloadFor(options{bin: bin, timeScale: 10, harnessArgs: "-time-scale=3"}); err == nil || !strings.Contains(err.Error(), "matrix's own -time-scale") {
