@@ -107,7 +107,7 @@ func (r *Report) Table() string {
 	for _, row := range rows {
 		fmt.Fprintf(&b, "%-*s", w, row)
 		for _, rt := range runtimes {
-			fmt.Fprintf(&b, "  %-13s", Symbol(cells[row+"\x00"+rt]))
+			fmt.Fprintf(&b, "  %-13s", Symbol(cells[cell{row, rt}]))
 		}
 		b.WriteString("\n")
 	}
@@ -117,8 +117,11 @@ func (r *Report) Table() string {
 	return b.String()
 }
 
-func (r *Report) grid() (rows, runtimes []string, cells map[string]Outcome) {
-	cells = map[string]Outcome{}
+// cell is one row (case [context]) and runtime of the table.
+type cell struct{ row, runtime string }
+
+func (r *Report) grid() (rows, runtimes []string, cells map[cell]Outcome) {
+	cells = map[cell]Outcome{}
 	seenRow, seenRT := map[string]bool{}, map[string]bool{}
 	for _, x := range r.Results {
 		row := x.Name()
@@ -130,7 +133,7 @@ func (r *Report) grid() (rows, runtimes []string, cells map[string]Outcome) {
 			seenRT[x.Runtime] = true
 			runtimes = append(runtimes, x.Runtime)
 		}
-		cells[row+"\x00"+x.Runtime] = x.Outcome
+		cells[cell{row, x.Runtime}] = x.Outcome
 	}
 	return rows, runtimes, cells
 }
@@ -154,7 +157,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	for _, row := range rows {
 		line := []string{row}
 		for _, rt := range runtimes {
-			line = append(line, Symbol(cells[row+"\x00"+rt]))
+			line = append(line, Symbol(cells[cell{row, rt}]))
 		}
 		table = append(table, line)
 	}

@@ -70,9 +70,8 @@ func (r *Runner) snapshot(cs *caseState) map[string]bool {
 			}
 		}
 		for _, e := range cs.extra {
-			k, p, _ := strings.Cut(e, "\x00")
-			if k == h.Key {
-				for _, d := range cgroupfs.Dirs(h, p) {
+			if e.key == h.Key {
+				for _, d := range cgroupfs.Dirs(h, e.path) {
 					out[h.Name()+":"+d] = true
 				}
 			}
@@ -273,10 +272,9 @@ func (r *Runner) teardownCase(cs *caseState) {
 		// What a runtime made inside the unit is ours to remove; systemd
 		// removes the unit's own cgroup.
 		for _, e := range cs.extra {
-			k, p, _ := strings.Cut(e, "\x00")
 			for _, h := range r.host.Hierarchies {
-				if h.Key == k {
-					left = append(left, cgroupfs.RemoveTree(h.Dir(p), 5*time.Second)...)
+				if h.Key == e.key {
+					left = append(left, cgroupfs.RemoveTree(h.Dir(e.path), 5*time.Second)...)
 				}
 			}
 		}

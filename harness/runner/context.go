@@ -249,7 +249,7 @@ func (r *Runner) setupUnit(ctx context.Context, cs *caseState, delegate bool) er
 			// not the harness's to scan or remove. What a runtime makes
 			// there carries the run token and is found by name.
 			if p != "/" {
-				cs.extra = append(cs.extra, h.Key+"\x00"+p)
+				cs.extra = append(cs.extra, hierarchyPath{h.Key, p})
 			}
 		}
 	}

@@ -487,6 +487,9 @@ type instance struct {
 	mountns int
 }
 
+// hierarchyPath is a cgroup in the hierarchy of that key.
+type hierarchyPath struct{ key, path string }
+
 // caseState is one case x context x runtime in progress.
 type caseState struct {
 	c        *casefile.Case
@@ -503,7 +506,7 @@ type caseState struct {
 	holders  []int
 	// callerHolders are the holders started in the caller's own cgroup.
 	callerHolders []int
-	extra         []string // cgroups outside the case root to watch (systemd unit)
+	extra         []hierarchyPath // cgroups outside the case root to watch (systemd unit)
 	// foreign are the setup's processes by name: started by the harness,
 	// not by a runtime, so never a leak.
 	foreign map[string]int
