@@ -563,9 +563,9 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 		res.Outcome, res.Reason = report.Skip, why
 		return res
 	}
-	timeout := r.caseLimit(c)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	// The case's time limit bounds each trial (runTrial) and each input of a
+	// table (runInput), not their sum: 200 trials of a kill storm, or 18
+	// inputs under emulation, each get the whole limit.
 	cs := &caseState{c: c, cx: cx, rt: rt, res: &res, root: fmt.Sprintf("%s/%03d", r.tree.Root, idx), foreign: map[string]int{}, mountns: map[string]int{}}
 	cs.dir = filepath.Join(r.work, fmt.Sprintf("%03d", idx))
 	cs.logDir = filepath.Join(cs.dir, "logs")
