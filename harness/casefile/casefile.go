@@ -98,6 +98,9 @@ type Input struct {
 	Requires []string `json:"requires,omitempty"`
 	// Setup runs before this input, like the case's setup.
 	Setup []Setup `json:"setup,omitempty"`
+	// When restricts the input to some host modes (where stock runsc gives
+	// a path another meaning).
+	When *When `json:"when,omitempty"`
 }
 
 // Setup is one precondition the harness makes before the baseline. Cgroup
@@ -605,6 +608,11 @@ func (c *Case) Validate() error {
 		}
 		if err := checkRequires(f+".requires", in.Requires); err != nil {
 			return err
+		}
+		if in.When != nil {
+			if err := checkModes(f+".when.modes", in.When.Modes); err != nil {
+				return err
+			}
 		}
 		if err := checkVars(in.Path, vars); err != nil {
 			return ferr(f+".path", "%v", err)

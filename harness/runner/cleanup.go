@@ -203,8 +203,40 @@ func (r *Runner) scrub(cs *caseState) {
 			cgroupfs.RemoveTree(h.Dir(p), r.scaled(2*time.Second))
 		}
 	}
+	r.restoreCallerControl(cs)
 	for _, in := range cs.order {
 		in.created, in.deleted = false, false
+	}
+}
+
+// callerControl reads C's cgroup.subtree_control in the v2 hierarchy.
+func (r *Runner) callerControl(cs *caseState) map[string][]string {
+	out := map[string][]string{}
+	for _, h := range r.host.Hierarchies {
+		if c, ok := cs.caller[h.Key]; ok && h.V2 {
+			b, _ := os.ReadFile(filepath.Join(h.Dir(c), "cgroup.subtree_control"))
+			out[h.Key] = strings.Fields(string(b))
+		}
+	}
+	return out
+}
+
+// restoreCallerControl disables in C the controllers enabled since the
+// baseline (C is the context's, below the case root), once nothing is
+// below C any more.
+func (r *Runner) restoreCallerControl(cs *caseState) {
+	for _, h := range r.host.Hierarchies {
+		c, ok := cs.caller[h.Key]
+		if !ok || !h.V2 || !cgroupfs.IsUnder(c, cs.root) || len(cgroupfs.Dirs(h, c)) > 1 {
+			continue
+		}
+		control := filepath.Join(h.Dir(c), "cgroup.subtree_control")
+		b, _ := os.ReadFile(control)
+		for _, ctrl := range strings.Fields(string(b)) {
+			if !contains(cs.callerControl[h.Key], ctrl) {
+				_ = os.WriteFile(control, []byte("-"+ctrl), 0o644)
+			}
+		}
 	}
 }
 

@@ -521,15 +521,20 @@ type caseState struct {
 	// killed whether a kill step of it SIGKILLed its command.
 	maxDelete time.Duration
 	killed    bool
-	unit      string
-	dir       string
-	logDir    string
-	insts     map[string][]*instance
-	order     []*instance
-	baseline  map[string]bool
-	mu        sync.Mutex
-	logN      int
-	vars      map[string]string
+	// callerControl is C's cgroup.subtree_control (v2) at the baseline: a
+	// runtime that made a cgroup below C enabled controllers there, and C
+	// could hold no process after it (no internal processes); the scrub
+	// between trials and inputs restores it.
+	callerControl map[string][]string
+	unit          string
+	dir           string
+	logDir        string
+	insts         map[string][]*instance
+	order         []*instance
+	baseline      map[string]bool
+	mu            sync.Mutex
+	logN          int
+	vars          map[string]string
 }
 
 func (cs *caseState) nextLog() int {
@@ -679,6 +684,7 @@ func (r *Runner) runTrial(parent context.Context, cs *caseState) {
 		return
 	}
 	cs.baseline = r.snapshot(cs)
+	cs.callerControl = r.callerControl(cs)
 	if res.TreeBefore == nil {
 		res.TreeBefore = keys(cs.baseline)
 	}

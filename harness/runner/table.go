@@ -45,6 +45,10 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 		rec.Skipped = why
 		return rec
 	}
+	if !in.When.Applies(r.mode(), cs.cx) {
+		rec.Skipped = "not for this mode/context"
+		return rec
+	}
 	ctx, cancel := context.WithTimeout(parent, r.caseLimit(cs.c))
 	defer cancel()
 	if err := r.setupCase(ctx, cs, in.Setup); err != nil {
@@ -70,6 +74,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 		return r.snapshot(cs)
 	}
 	cs.baseline = snap()
+	cs.callerControl = r.callerControl(cs)
 	var evidence []string
 	var created []string
 	exit := 0
