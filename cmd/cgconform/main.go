@@ -215,7 +215,11 @@ func run() int {
 		return 1
 	}
 	if !rep.Ran() {
-		fmt.Fprintf(os.Stderr, "cgconform: nothing ran: all %d results are skips (see their reasons above); a run that proves nothing fails\n", len(rep.Results))
+		why := fmt.Sprintf("all %d results are skips (see their reasons above)", len(rep.Results))
+		if len(rep.Results) == 0 {
+			why = "no case x context matched -run and -skip"
+		}
+		fmt.Fprintf(os.Stderr, "cgconform: nothing ran: %s; a run that proves nothing fails\n", why)
 		return 3
 	}
 	return 0
