@@ -10,7 +10,7 @@ export CGO_ENABLED = 0
 # .ci/install-deps puts Go in /usr/local/go-ci when the machine has none.
 export PATH := /usr/local/go/bin:/usr/local/go-ci/bin:$(PATH)
 
-.PHONY: all deps runsc cgconform clients clients-prove clients-vm conformance test vet fmt-check fuzz matrix bench upstream-series upstream-check upstream-sync clean
+.PHONY: all deps runsc cgconform clients clients-prove clients-vm conformance test vet fmt-check fuzz matrix killstorm bench upstream-series upstream-check upstream-sync clean
 
 all: runsc cgconform
 
@@ -44,8 +44,10 @@ clients-vm: clients
 conformance: deps runsc cgconform
 	bin/cgconform -cases cases -out out/conformance
 
+# CGCONFORM_ROOT_TESTS=1: the tests that create cgroups and processes
+# (harness/roottest) run too; as non-root they fail rather than skip.
 test: deps vet fmt-check
-	$(GO) test -count=1 ./...
+	CGCONFORM_ROOT_TESTS=1 $(GO) test -count=1 ./...
 	$(GO) run ./cmd/build-runsc test
 
 vet:
@@ -64,6 +66,16 @@ fuzz: deps
 # Real hosts of every cgroup mode in QEMU; MODES="v2" runs a subset.
 matrix: deps runsc cgconform
 	$(GO) run ./ci/cmd/matrix -modes "$(MODES)" -out out/matrix $(MATRIX_FLAGS)
+
+# The kill storms (cases/killstorm-*) at KILLSTORM_TRIALS trials each, in
+# every mode of MODES, runsc-patched and runsc-stock; not in CI (hours under
+# TCG). Each result's "trials" says trials, killed, failed, leaked and the
+# longest delete.
+KILLSTORM_TRIALS ?= 200
+killstorm: deps runsc cgconform
+	$(GO) run ./ci/cmd/matrix -modes "$(MODES)" -out out/killstorm -timeout 12h -run '^killstorm-' \
+		-runtimes runsc-patched=/payload/bin/runsc-patched,runsc-stock=/payload/bin/runsc-stock \
+		-harness-args '-trials=$(KILLSTORM_TRIALS)' $(MATRIX_FLAGS)
 
 # Patched vs stock runsc, interleaved, on this host and then in a cgroup v2
 # VM (QEMU); BENCH_FLAGS passes more flags (see docs/BENCHMARKS.md).

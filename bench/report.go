@@ -1,12 +1,15 @@
 package bench
 
 import (
-	"encoding/json"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // Schema names the report format.
@@ -34,16 +37,16 @@ type Report struct {
 
 // Machine is where the numbers come from.
 type Machine struct {
-	Hostname   string   `json:"hostname"`
-	NProc      int      `json:"nproc"`
-	CPU        string   `json:"cpu,omitempty"`
-	MemTotal   string   `json:"memTotal,omitempty"`
-	Kernel     string   `json:"kernel"`
-	CgroupMode string   `json:"cgroupMode"`
-	Caller     []string `json:"callerCgroups,omitempty"`
-	LoadBefore string   `json:"loadavgBefore"`
-	LoadAfter  string   `json:"loadavgAfter"`
-	Notes      []string `json:"notes,omitempty"`
+	Hostname   string      `json:"hostname"`
+	NProc      int         `json:"nproc"`
+	CPU        string      `json:"cpu,omitempty"`
+	MemTotal   string      `json:"memTotal,omitempty"`
+	Kernel     string      `json:"kernel"`
+	CgroupMode mode.Cgroup `json:"cgroupMode"`
+	Caller     []string    `json:"callerCgroups,omitempty"`
+	LoadBefore string      `json:"loadavgBefore"`
+	LoadAfter  string      `json:"loadavgAfter"`
+	Notes      []string    `json:"notes,omitempty"`
 }
 
 // Binary is one runtime file measured.
@@ -67,45 +70,42 @@ type ConformanceWall struct {
 	Note    string `json:"note,omitempty"`
 }
 
+// ReadReport parses a cgbench report.json (Schema).
+func ReadReport(data []byte) (*Report, error) {
+	return report.Decode(bytes.NewReader(data), "cgbench report", Schema, func(r *Report) string { return r.Schema })
+}
+
 // ConformanceWalls reads the wall time of the conformance run on this host
-// (harness report: started/finished) and of each matrix mode (matrix
-// report: modes[].wall_seconds). A missing file is "not measured"; an
-// empty path is left out.
+// and of each matrix host, through the harness's own report readers. A
+// missing file is "not measured"; an empty path is left out.
 func ConformanceWalls(hostReport, matrixReport string) []ConformanceWall {
 	var out []ConformanceWall
 	if hostReport != "" {
-		if data, err := os.ReadFile(hostReport); err != nil {
+		if _, err := os.Stat(hostReport); err != nil {
 			out = append(out, ConformanceWall{Mode: "this host", Source: hostReport, Note: "not measured: no report (run make conformance)"})
 		} else {
-			out = append(out, parseHarnessWall(data, hostReport))
+			r, err := report.ReadFile(hostReport)
+			out = append(out, harnessWall(r, err, hostReport))
 		}
 	}
 	if matrixReport == "" {
 		return out
 	}
-	data, err := os.ReadFile(matrixReport)
-	if err != nil {
+	if _, err := os.Stat(matrixReport); err != nil {
 		return append(out, ConformanceWall{Mode: "VM matrix", Source: matrixReport, Note: "not measured: no report (run make matrix)"})
 	}
-	return append(out, parseMatrixWalls(data, matrixReport)...)
+	m, err := report.ReadMatrixFile(matrixReport)
+	return append(out, matrixWalls(m, err, matrixReport)...)
 }
 
-func parseHarnessWall(data []byte, src string) ConformanceWall {
+func harnessWall(r *report.Report, err error, src string) ConformanceWall {
 	w := ConformanceWall{Mode: "this host", Source: src}
-	var r struct {
-		Started  time.Time `json:"started"`
-		Finished time.Time `json:"finished"`
-		Host     struct {
-			Mode string `json:"mode"`
-		} `json:"host"`
-		Results []json.RawMessage `json:"results"`
-	}
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err != nil {
 		w.Note = "not measured: unreadable report: " + err.Error()
 		return w
 	}
-	if r.Host.Mode != "" {
-		w.Mode = r.Host.Mode + " (this host)"
+	if r.Host.CgroupMode != "" {
+		w.Mode = string(r.Host.CgroupMode) + " (this host)"
 	}
 	if r.Started.IsZero() || r.Finished.Before(r.Started) {
 		w.Note = "not measured: the report has no started/finished times"
@@ -117,33 +117,24 @@ func parseHarnessWall(data []byte, src string) ConformanceWall {
 	return w
 }
 
-func parseMatrixWalls(data []byte, src string) []ConformanceWall {
-	var m struct {
-		Modes []struct {
-			Mode    string            `json:"mode"`
-			Status  string            `json:"status"`
-			Wall    float64           `json:"wall_seconds"`
-			Problem string            `json:"problem"`
-			Records []json.RawMessage `json:"records"`
-		} `json:"modes"`
-	}
-	if err := json.Unmarshal(data, &m); err != nil || len(m.Modes) == 0 {
-		note := "not measured: no modes in the matrix report"
+func matrixWalls(m *report.Matrix, err error, src string) []ConformanceWall {
+	if err != nil || len(m.Hosts) == 0 {
+		note := "not measured: no hosts in the matrix report"
 		if err != nil {
 			note = "not measured: unreadable matrix report: " + err.Error()
 		}
 		return []ConformanceWall{{Mode: "VM matrix", Source: src, Note: note}}
 	}
 	var out []ConformanceWall
-	for _, md := range m.Modes {
-		w := ConformanceWall{Mode: md.Mode + " (VM)", Source: src, Seconds: md.Wall, Results: len(md.Records), Status: md.Status, Note: firstLine(md.Problem)}
+	for _, h := range m.Hosts {
+		w := ConformanceWall{Mode: string(h.Host) + " (VM)", Source: src, Seconds: h.WallSeconds, Results: len(h.Results), Status: h.Status, Note: firstLine(h.Problem)}
 		switch {
-		case md.Status != "" && md.Status != "reported":
+		case h.Status != "" && h.Status != report.Reported:
 			// A VM that timed out or crashed ran no full conformance.
 			w.Seconds, w.Results = 0, 0
-			w.Note = strings.TrimSpace(fmt.Sprintf("not measured: the VM ended %q after %.0f s; %s", md.Status, md.Wall, firstLine(md.Problem)))
-		case md.Wall <= 0:
-			w.Note = strings.TrimSpace("not measured " + firstLine(md.Problem))
+			w.Note = strings.TrimSpace(fmt.Sprintf("not measured: the VM ended %q after %.0f s; %s", h.Status, h.WallSeconds, firstLine(h.Problem)))
+		case h.WallSeconds <= 0:
+			w.Note = strings.TrimSpace("not measured " + firstLine(h.Problem))
 		}
 		out = append(out, w)
 	}

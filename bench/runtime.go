@@ -11,23 +11,13 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/runner"
 )
 
-// Runtime is one OCI runtime binary under test.
-type Runtime struct {
-	Name string `json:"name"` // runsc-stock, runsc-patched
-	Path string `json:"path"`
-	// Flags go before the subcommand on every call (--nested-cgroups …).
-	Flags []string `json:"flags,omitempty"`
-}
-
-// Label names the runtime with its extra flags, for tables.
-func (r Runtime) Label() string {
-	if len(r.Flags) == 0 {
-		return r.Name
-	}
-	return r.Name + " " + strings.Join(r.Flags, " ")
-}
+// Runtime is the harness's runtime type (runsc-stock, runsc-patched with
+// its Flags), under the name the scenarios use.
+type Runtime = runner.Runtime
 
 // Runner starts runtime commands, each with its own stdio files: runsc sets
 // O_NONBLOCK on the stdio it is handed and a detached sandbox keeps it, so

@@ -1,15 +1,23 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // SuiteSchema names the format of make bench's merged report.
 const SuiteSchema = "cgbench-suite/v1"
+
+// ReadSuite parses make bench's merged report.json (SuiteSchema).
+func ReadSuite(data []byte) (*Suite, error) {
+	return report.Decode(bytes.NewReader(data), "cgbench suite report", SuiteSchema, func(s *Suite) string { return s.Schema })
+}
 
 // Suite is out/bench/report.json as make bench writes it: one section per
 // host mode (this host, then each VM), each holding the report cgbench

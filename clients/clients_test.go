@@ -250,19 +250,6 @@ func TestTaskPID(t *testing.T) {
 	}
 }
 
-func TestParseMountsUnder(t *testing.T) {
-	mi := `22 1 0:21 / /proc rw - proc proc rw
-40 22 0:40 / /tmp/cgc-1/root/io.containerd.runtime.v2.task/k8s.io/x/rootfs rw - overlay overlay rw
-41 22 0:41 / /tmp/cgc-1/state/a\040b rw - tmpfs shm rw
-42 22 0:42 / /tmp/cgc-10/x rw - tmpfs shm rw
-`
-	got := parseMountsUnder(mi, "/tmp/cgc-1")
-	want := []string{"/tmp/cgc-1/root/io.containerd.runtime.v2.task/k8s.io/x/rootfs", "/tmp/cgc-1/state/a b"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-}
-
 func TestHasOverlayAndNoise(t *testing.T) {
 	if !HasOverlay("nodev\tsysfs\nnodev\toverlay\n") || HasOverlay("nodev\tsysfs\n\text4\n") {
 		t.Error("HasOverlay misread /proc/filesystems")

@@ -71,7 +71,7 @@ func NewUID() string {
 // the pod cgroup as the kubelet does and cleans up whatever the runtime
 // left.
 func (c *Containerd) RunPod(ctx context.Context, o PodOptions) *Run {
-	r := &Run{Scenario: ScenarioCRI, Handler: o.Handler, Driver: c.driver(), HostMode: c.Host.Mode,
+	r := &Run{Scenario: ScenarioCRI, Handler: o.Handler, Driver: c.driver(), HostMode: string(c.Host.Mode),
 		RefHierarchy: RefHierarchy(c.Host), SpecCgroups: map[string]string{}, IDs: map[string]string{}}
 	if _, ok := c.Handlers[o.Handler]; !ok {
 		r.problem("unknown handler %q", o.Handler)

@@ -65,7 +65,7 @@ func randomID(prefix string) string {
 // running after the first delete), then a create that fails (its rootfs is
 // missing). It records placements, each step, and what was left.
 func (c *Containerd) RunCtr(ctx context.Context, o CtrOptions) *Run {
-	r := &Run{Scenario: ScenarioCtr, Handler: o.Handler, Driver: c.driver(), HostMode: c.Host.Mode,
+	r := &Run{Scenario: ScenarioCtr, Handler: o.Handler, Driver: c.driver(), HostMode: string(c.Host.Mode),
 		RefHierarchy: RefHierarchy(c.Host), IDs: map[string]string{}}
 	h, ok := c.Handlers[o.Handler]
 	if !ok {

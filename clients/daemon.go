@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/clients/build"
 	"github.com/runsc-cgroups/cgconform/clients/ociimage"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mounts"
 )
 
 // ShimSocketDir is where containerd's shim library puts every shim's socket,
@@ -460,29 +460,7 @@ func (c *Containerd) Stop() StopReport {
 }
 
 // mountsUnder lists the mount points at or below dir, deepest first.
-func mountsUnder(dir string) ([]string, error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	return parseMountsUnder(string(data), dir), nil
-}
-
-func parseMountsUnder(mountinfo, dir string) []string {
-	var out []string
-	for _, line := range strings.Split(mountinfo, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := cgroupfs.Unescape(f[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return strings.Count(out[i], "/") > strings.Count(out[j], "/") })
-	return out
-}
+func mountsUnder(dir string) ([]string, error) { return mounts.Under(dir) }
 
 func tail(path string, n int) string {
 	b, _ := os.ReadFile(path)

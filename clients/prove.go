@@ -80,7 +80,7 @@ func Prove(ctx context.Context, o ProveOptions) (*Report, error) {
 	if len(o.Scenarios) == 0 {
 		o.Scenarios = []string{ScenarioCRI, ScenarioCtr}
 	}
-	rep := &Report{Schema: ReportSchema, Started: start.UTC(), HostMode: host.Mode, Systemd: host.SystemdPID1,
+	rep := &Report{Schema: ReportSchema, Started: start.UTC(), HostMode: string(host.Mode), Systemd: host.SystemdPID1,
 		Versions: versions(o.Bins)}
 	var tree *cgroupfs.Tree
 	if o.UseTree {

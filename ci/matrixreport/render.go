@@ -7,39 +7,40 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // symbol is how report.md shows an outcome.
-func symbol(outcome string) string {
+func symbol(outcome report.Outcome) string {
 	switch outcome {
-	case Pass:
+	case report.Pass:
 		return "pass"
-	case Fail:
+	case report.Fail:
 		return "**FAIL**"
-	case Divergence:
+	case report.Divergence:
 		return "diverges†"
-	case Skip:
+	case report.Skip:
 		return "skip"
-	case Missing:
+	case report.Missing:
 		return "–"
 	}
-	return outcome
+	return string(outcome)
 }
 
 type rowKey struct{ Case, Runtime string }
 
-// cells indexes records by case and runtime, then mode.
-func (m *Matrix) cells() (rows []rowKey, byMode map[rowKey]map[string]Record) {
-	byMode = map[rowKey]map[string]Record{}
-	for _, mr := range m.Modes {
-		for _, r := range mr.Records {
-			k := rowKey{r.Case, r.Runtime}
-			if byMode[k] == nil {
-				byMode[k] = map[string]Record{}
+// cells indexes results by "case [context]" and runtime, then host.
+func cells(m *report.Matrix) (rows []rowKey, byHost map[rowKey]map[mode.Host]report.Result) {
+	byHost = map[rowKey]map[mode.Host]report.Result{}
+	for _, h := range m.Hosts {
+		for _, r := range h.Results {
+			k := rowKey{r.Name(), r.Runtime}
+			if byHost[k] == nil {
+				byHost[k] = map[mode.Host]report.Result{}
 				rows = append(rows, k)
 			}
-			byMode[k][mr.Mode] = r
+			byHost[k][h.Host] = r
 		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
@@ -48,38 +49,38 @@ func (m *Matrix) cells() (rows []rowKey, byMode map[rowKey]map[string]Record) {
 		}
 		return rows[i].Runtime < rows[j].Runtime
 	})
-	return rows, byMode
+	return rows, byHost
 }
 
 // WriteMarkdown renders the matrix table and one section per unfinished
 // mode and per divergence or failure.
-func (m *Matrix) WriteMarkdown(w io.Writer) error {
+func WriteMarkdown(w io.Writer, m *report.Matrix) error {
 	var b strings.Builder
 	b.WriteString("# cgroup conformance matrix\n\n")
 	if m.Kernel != "" || m.Accel != "" {
 		fmt.Fprintf(&b, "Kernel `%s`, QEMU accelerator `%s`.\n\n", m.Kernel, m.Accel)
 	}
 	var modes [][]string
-	for _, mr := range m.Modes {
+	for _, mr := range m.Hosts {
 		status := mr.Status
 		if mr.Partial {
 			status += " (partial, from the console)"
 		}
-		modes = append(modes, []string{mr.Mode, status, fmt.Sprintf("%.0f", mr.BootSeconds),
-			fmt.Sprintf("%.0f", mr.WallSeconds), fmt.Sprint(len(mr.Records)), mr.Tool})
+		modes = append(modes, []string{string(mr.Host), status, fmt.Sprintf("%.0f", mr.BootSeconds),
+			fmt.Sprintf("%.0f", mr.WallSeconds), fmt.Sprint(len(mr.Results)), mr.Tool})
 	}
-	b.WriteString(report.MarkdownTable([]string{"mode", "status", "boot s", "total s", "records", "tool"}, modes))
-	rows, byMode := m.cells()
+	b.WriteString(report.MarkdownTable([]string{"host", "status", "boot s", "total s", "results", "tool"}, modes))
+	rows, byHost := cells(m)
 	header := []string{"case", "runtime"}
-	for _, mr := range m.Modes {
-		header = append(header, mr.Mode)
+	for _, mr := range m.Hosts {
+		header = append(header, string(mr.Host))
 	}
 	var table [][]string
 	for _, k := range rows {
 		line := []string{k.Case, k.Runtime}
-		for _, mr := range m.Modes {
-			outcome := Missing
-			if r, ok := byMode[k][mr.Mode]; ok {
+		for _, mr := range m.Hosts {
+			outcome := report.Missing
+			if r, ok := byHost[k][mr.Host]; ok {
 				outcome = r.Outcome
 			}
 			line = append(line, symbol(outcome))
@@ -90,22 +91,23 @@ func (m *Matrix) WriteMarkdown(w io.Writer) error {
 	b.WriteString("\n† expected divergence: the runtime differs from runsc-patched for the reason the case states.\n")
 	var notes []string
 	for _, k := range rows {
-		for _, mr := range m.Modes {
-			r, ok := byMode[k][mr.Mode]
-			if !ok || (r.Outcome != Fail && r.Outcome != Divergence && r.Outcome != Skip) || r.Reason == "" {
+		for _, mr := range m.Hosts {
+			r, ok := byHost[k][mr.Host]
+			why := reason(r)
+			if !ok || (r.Outcome != report.Fail && r.Outcome != report.Divergence && r.Outcome != report.Skip) || why == "" {
 				continue
 			}
-			notes = append(notes, fmt.Sprintf("- %s `%s` / `%s` on %s: %s", symbol(r.Outcome), k.Case, k.Runtime, mr.Mode, oneLine(r.Reason)))
+			notes = append(notes, fmt.Sprintf("- %s `%s` / `%s` on %s: %s", symbol(r.Outcome), k.Case, k.Runtime, mr.Host, oneLine(why)))
 		}
 	}
 	if len(notes) > 0 {
 		b.WriteString("\n## Divergences, failures and skips\n\n" + strings.Join(notes, "\n") + "\n")
 	}
-	for _, mr := range m.Modes {
-		if mr.Status == "reported" {
+	for _, mr := range m.Hosts {
+		if mr.Status == report.Reported {
 			continue
 		}
-		fmt.Fprintf(&b, "\n## %s: %s\n\n%s\n", mr.Mode, mr.Status, mr.Problem)
+		fmt.Fprintf(&b, "\n## %s: %s\n\n%s\n", mr.Host, mr.Status, mr.Problem)
 		if mr.RunningCase != "" {
 			fmt.Fprintf(&b, "\nCase running when it stopped: `%s`\n", mr.RunningCase)
 		} else if mr.LastDone != "" {
@@ -130,26 +132,26 @@ func oneLine(s string) string {
 // WriteJUnit writes one test suite per mode, timed by its VM's wall clock.
 // A mode that sent no report gets a test "vm" in error, a record without
 // outcome is an error too, and an expected divergence is a skipped test.
-func (m *Matrix) WriteJUnit(w io.Writer) error {
-	return report.WriteJUnit(w, m.junitSuites())
+func WriteJUnit(w io.Writer, m *report.Matrix) error {
+	return report.WriteJUnit(w, junitSuites(m))
 }
 
-func (m *Matrix) junitSuites() []report.JUnitSuite {
+func junitSuites(m *report.Matrix) []report.JUnitSuite {
 	var suites []report.JUnitSuite
-	for _, mr := range m.Modes {
-		s := report.JUnitSuite{Name: "matrix/" + mr.Mode, Seconds: mr.WallSeconds}
-		if mr.Status != "reported" {
+	for _, mr := range m.Hosts {
+		s := report.JUnitSuite{Name: "matrix/" + string(mr.Host), Seconds: mr.WallSeconds}
+		if mr.Status != report.Reported {
 			s.Tests = append(s.Tests, report.JUnitTest{Name: "vm", Classname: s.Name, Outcome: report.Errored,
 				Message: mr.Status, Detail: mr.Problem + "\n" + strings.Join(mr.ConsoleTail, "\n")})
 		}
-		for _, r := range mr.Records {
-			t := report.JUnitTest{Name: r.Case + "/" + r.Runtime, Classname: s.Name, Seconds: r.Seconds, Outcome: r.Outcome}
+		for _, r := range mr.Results {
+			t := report.JUnitTest{Name: r.Name() + "/" + r.Runtime, Classname: s.Name, Seconds: float64(r.DurationMS) / 1000, Outcome: r.Outcome}
 			switch r.Outcome {
-			case Fail, Divergence:
-				t.Message, t.Detail = oneLine(r.Reason), r.Reason+"\n"+r.Diff
-			case Skip:
+			case report.Fail, report.Divergence:
+				t.Message, t.Detail = oneLine(reason(r)), reason(r)+"\n"+diffs(r)
+			case report.Skip:
 				t.Message = oneLine(r.Reason)
-			case Missing:
+			case report.Missing:
 				t.Outcome, t.Message = report.Errored, "no outcome recorded"
 			}
 			s.Tests = append(s.Tests, t)
@@ -159,19 +161,48 @@ func (m *Matrix) junitSuites() []report.JUnitSuite {
 	return suites
 }
 
+// reason is why a result is not a pass: the declared reason, then the
+// unmet expectations not covered by it.
+func reason(r report.Result) string {
+	var parts []string
+	if r.Reason != "" {
+		parts = append(parts, r.Reason)
+	}
+	for _, f := range r.Failures {
+		if !f.Expected {
+			parts = append(parts, f.Step+": "+f.Message)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// diffs joins the failures' diffs.
+func diffs(r report.Result) string {
+	var ds []string
+	for _, f := range r.Failures {
+		if f.Diff != "" {
+			ds = append(ds, f.Step+":\n"+f.Diff)
+		}
+	}
+	return strings.Join(ds, "\n")
+}
+
 // WriteJSON writes the matrix as indented JSON, the report.json that
-// -merge reads back.
-func (m *Matrix) WriteJSON(w io.Writer) error {
+// -merge (report.ReadMatrix) reads back.
+func WriteJSON(w io.Writer, m *report.Matrix) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(m)
 }
 
 // WriteAll writes report.json, report.md and junit.xml into dir.
-func (m *Matrix) WriteAll(dir string) error {
+func WriteAll(dir string, m *report.Matrix) error {
+	with := func(f func(io.Writer, *report.Matrix) error) func(io.Writer) error {
+		return func(w io.Writer) error { return f(w, m) }
+	}
 	return report.WriteFiles(dir, map[string]func(io.Writer) error{
-		"report.json": m.WriteJSON,
-		"report.md":   m.WriteMarkdown,
-		"junit.xml":   m.WriteJUnit,
+		"report.json": with(WriteJSON),
+		"report.md":   with(WriteMarkdown),
+		"junit.xml":   with(WriteJUnit),
 	})
 }

@@ -2,105 +2,100 @@ package matrixreport
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
-// cgconformReport is shaped like cgconform/report/v1 (trimmed).
-const cgconformReport = `{
-  "schema": "cgconform/report/v1",
-  "host": {"mode": "cgroup-v2", "label": "v2"},
-  "results": [
-    {"case": "relative-path", "context": "host", "runtime": "runsc-patched", "mode": "v2",
-     "outcome": "pass", "durationMs": 5600},
-    {"case": "relative-path", "context": "host", "runtime": "runsc-stock", "mode": "v2",
-     "outcome": "expected-divergence", "reason": "stock runsc leaks parents",
-     "failures": [{"step": "nothing-left", "message": "1 item(s) left behind", "expected": true}]},
-    {"case": "failed-start", "context": "container", "runtime": "runc", "mode": "v2",
-     "outcome": "fail", "failures": [{"step": "nothing-left", "message": "1 item(s) left behind", "diff": "-want +got"}]}
-  ]
-}`
-
-const standinReport = `{"tool":"cgm-standin","records":[{"case":"standin-run","runtime":"crun","outcome":"pass","reason":"exit 0","seconds":1}]}`
+// harnessReport is what cgconform writes in a VM, through the schema's own
+// writer.
+func harnessReport(t *testing.T) []byte {
+	t.Helper()
+	r := &report.Report{Schema: report.Schema, Started: time.Unix(0, 0).UTC(), Finished: time.Unix(60, 0).UTC(),
+		Host: report.Host{CgroupMode: mode.V2, MatrixHost: mode.HostSystemdV2},
+		Results: []report.Result{
+			{Case: "relative-path", Context: "host", Runtime: "runsc-patched", CgroupMode: mode.V2, MatrixHost: mode.HostSystemdV2,
+				Outcome: report.Pass, DurationMS: 5600, Steps: []report.Step{{ID: "1-run", Do: "run"}}, TreeBefore: []string{"unified:/x"}},
+			{Case: "relative-path", Context: "host", Runtime: "runsc-stock", CgroupMode: mode.V2, MatrixHost: mode.HostSystemdV2,
+				Outcome: report.Divergence, Reason: "stock runsc leaks parents",
+				Failures: []report.Failure{{Step: "nothing-left", Message: "1 item(s) left behind", Expected: true}}},
+		}}
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
 
 func TestParseHarnessReport(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		data    string
-		want    Harness
-		wantErr string
-	}{
-		{name: "cgconform", data: cgconformReport, want: Harness{Tool: "cgconform/report/v1", HostMode: "cgroup-v2", Records: []Record{
-			{Case: "relative-path [host]", Runtime: "runsc-patched", Mode: "systemd-v2", Outcome: Pass, Seconds: 5.6},
-			{Case: "relative-path [host]", Runtime: "runsc-stock", Mode: "systemd-v2", Outcome: Divergence, Reason: "stock runsc leaks parents"},
-			{Case: "failed-start [container]", Runtime: "runc", Mode: "systemd-v2", Outcome: Fail,
-				Reason: "nothing-left: 1 item(s) left behind", Diff: "nothing-left:\n-want +got"},
-		}}},
-		{name: "stand-in", data: standinReport, want: Harness{Tool: "cgm-standin", Records: []Record{
-			{Case: "standin-run", Runtime: "crun", Mode: "systemd-v2", Outcome: Pass, Reason: "exit 0", Seconds: 1},
-		}}},
-		{name: "bare array", data: `[{"name":"x","runtime":"runc","status":"PASSED"}]`,
-			want: Harness{Records: []Record{{Case: "x", Runtime: "runc", Mode: "systemd-v2", Outcome: Pass}}}},
-		{name: "not json", data: `{"results": [`, wantErr: "not JSON"},
-		{name: "no records", data: `{"schema": "x", "other": 1}`, wantErr: "no results/records array (keys: other, schema)"},
-		{name: "record without case", data: `{"results": [{"runtime": "runc"}]}`, wantErr: "record 0 has no case name"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseHarnessReport([]byte(tc.data), "systemd-v2")
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tc.want, got); d != "" {
-				t.Errorf("ParseHarnessReport (-want +got):\n%s", d)
-			}
-		})
+	h := report.HostRun{Host: mode.HostSystemdV2}
+	if err := ParseHarnessReport(harnessReport(t), &h); err != nil {
+		t.Fatal(err)
+	}
+	want := report.HostRun{Host: mode.HostSystemdV2, Status: report.Reported, Tool: report.Schema, CgroupMode: mode.V2,
+		Summary: map[report.Outcome]int{report.Pass: 1, report.Divergence: 1, report.Fail: 0, report.Skip: 0},
+		Results: []report.Result{
+			{Case: "relative-path", Context: "host", Runtime: "runsc-patched", CgroupMode: mode.V2, MatrixHost: mode.HostSystemdV2,
+				Outcome: report.Pass, DurationMS: 5600},
+			{Case: "relative-path", Context: "host", Runtime: "runsc-stock", CgroupMode: mode.V2, MatrixHost: mode.HostSystemdV2,
+				Outcome: report.Divergence, Reason: "stock runsc leaks parents",
+				Failures: []report.Failure{{Step: "nothing-left", Message: "1 item(s) left behind", Expected: true}}},
+		}}
+	if d := cmp.Diff(want, h); d != "" {
+		t.Errorf("ParseHarnessReport (-want +got):\n%s", d)
+	}
+	for _, bad := range []string{`{"results": [`, `{"schema": "cgconform/report/v1", "results": []}`, `{"tool":"cgm-standin","records":[]}`} {
+		if err := ParseHarnessReport([]byte(bad), &report.HostRun{}); err == nil {
+			t.Errorf("ParseHarnessReport(%s) accepted a report of another schema", bad)
+		}
 	}
 }
 
 func TestParseConsole(t *testing.T) {
 	console := "[    5.1] random: crng init done\r\n" +
 		"cgm: running cgconform\n" +
+		"=== RUN delete-force [host] runsc-patched\n" +
 		"pass delete-force                                 [host]               runsc-patched     5.6s \n" +
 		"xdiv empty-path-contexts                          [kubepods-privileged] runsc-stock      32.0s stock runsc turns … \n" +
 		"FAIL failed-start [container] runsc-patched 14.8s nothing-left: 1 item(s) left behind\r\n" +
 		"passing thought\n"
-	want := []Record{
-		{Case: "delete-force [host]", Runtime: "runsc-patched", Mode: "v1", Outcome: Pass, Seconds: 5.6},
-		{Case: "empty-path-contexts [kubepods-privileged]", Runtime: "runsc-stock", Mode: "v1", Outcome: Divergence, Reason: "stock runsc turns …", Seconds: 32},
-		{Case: "failed-start [container]", Runtime: "runsc-patched", Mode: "v1", Outcome: Fail, Reason: "nothing-left: 1 item(s) left behind", Seconds: 14.8},
+	res := func(c, cx, rt string, o report.Outcome, reason string, ms int64) report.Result {
+		return report.Result{Case: c, Context: cx, Runtime: rt, CgroupMode: mode.V1, MatrixHost: mode.HostV1, Outcome: o, Reason: reason, DurationMS: ms}
 	}
-	if d := cmp.Diff(want, ParseConsole(strings.NewReader(console), "v1")); d != "" {
+	want := []report.Result{
+		res("delete-force", "host", "runsc-patched", report.Pass, "", 5600),
+		res("empty-path-contexts", "kubepods-privileged", "runsc-stock", report.Divergence, "stock runsc turns …", 32000),
+		res("failed-start", "container", "runsc-patched", report.Fail, "nothing-left: 1 item(s) left behind", 14800),
+	}
+	if d := cmp.Diff(want, ParseConsole(strings.NewReader(console), mode.HostV1)); d != "" {
 		t.Errorf("ParseConsole (-want +got):\n%s", d)
 	}
 }
 
-func sample() *Matrix {
+func sample() *report.Matrix {
 	exit0 := 0
-	return &Matrix{Kernel: "linux-image-6.1.0-50-cloud-amd64", Accel: "tcg", Modes: []ModeRun{
-		{Mode: "v1", Status: "reported", HarnessExit: &exit0, Records: []Record{
-			{Case: "relative-path [host]", Runtime: "runsc-patched", Outcome: Pass},
-			{Case: "relative-path [host]", Runtime: "runsc-stock", Outcome: Divergence, Reason: "leaks a1 | parents"},
+	r := func(rt string, o report.Outcome, reason string, f ...report.Failure) report.Result {
+		return report.Result{Case: "relative-path", Context: "host", Runtime: rt, Outcome: o, Reason: reason, Failures: f}
+	}
+	return &report.Matrix{Schema: report.MatrixSchema, Kernel: "linux-image-6.1.0-50-cloud-amd64", Accel: "tcg", Hosts: []report.HostRun{
+		{Host: mode.HostV1, Status: report.Reported, HarnessExit: &exit0, Results: []report.Result{
+			r("runsc-patched", report.Pass, ""),
+			r("runsc-stock", report.Divergence, "leaks a1 | parents"),
 		}},
-		{Mode: "v2", Status: "timeout", Partial: true, Problem: "VM killed after its 10m time limit", LastDone: "relative-path [host] runsc-patched",
-			ConsoleTail: []string{"runsc: stuck"}, Records: []Record{
-				{Case: "relative-path [host]", Runtime: "runsc-patched", Outcome: Fail, Reason: "placed-beside: wrong", Diff: "-a +b"},
+		{Host: mode.HostV2, Status: report.TimedOut, Partial: true, Problem: "VM killed after its 10m time limit", LastDone: "relative-path [host] runsc-patched",
+			ConsoleTail: []string{"runsc: stuck"}, Results: []report.Result{
+				r("runsc-patched", report.Fail, "", report.Failure{Step: "placed-beside", Message: "wrong", Diff: "-a +b"}),
 			}},
 	}}
 }
 
 func TestWriteMarkdown(t *testing.T) {
 	var b bytes.Buffer
-	if err := sample().WriteMarkdown(&b); err != nil {
+	if err := WriteMarkdown(&b, sample()); err != nil {
 		t.Fatal(err)
 	}
 	md := b.String()
@@ -122,23 +117,23 @@ func TestWriteMarkdown(t *testing.T) {
 
 func TestJUnitSuites(t *testing.T) {
 	m := sample()
-	m.Modes[0].WallSeconds = 80
-	m.Modes[0].Records = append(m.Modes[0].Records, Record{Case: "failed-start [host]", Runtime: "runc", Outcome: Missing})
+	m.Hosts[0].WallSeconds = 80
+	m.Hosts[0].Results = append(m.Hosts[0].Results, report.Result{Case: "failed-start", Context: "host", Runtime: "runc", Outcome: report.Missing})
 	want := []report.JUnitSuite{
 		{Name: "matrix/v1", Seconds: 80, Tests: []report.JUnitTest{
-			{Name: "relative-path [host]/runsc-patched", Classname: "matrix/v1", Outcome: Pass},
-			{Name: "relative-path [host]/runsc-stock", Classname: "matrix/v1", Outcome: Divergence,
+			{Name: "relative-path [host]/runsc-patched", Classname: "matrix/v1", Outcome: report.Pass},
+			{Name: "relative-path [host]/runsc-stock", Classname: "matrix/v1", Outcome: report.Divergence,
 				Message: "leaks a1 \\| parents", Detail: "leaks a1 | parents\n"},
 			{Name: "failed-start [host]/runc", Classname: "matrix/v1", Outcome: report.Errored, Message: "no outcome recorded"},
 		}},
 		{Name: "matrix/v2", Tests: []report.JUnitTest{
 			{Name: "vm", Classname: "matrix/v2", Outcome: report.Errored,
 				Message: "timeout", Detail: "VM killed after its 10m time limit\nrunsc: stuck"},
-			{Name: "relative-path [host]/runsc-patched", Classname: "matrix/v2", Outcome: Fail,
-				Message: "placed-beside: wrong", Detail: "placed-beside: wrong\n-a +b"},
+			{Name: "relative-path [host]/runsc-patched", Classname: "matrix/v2", Outcome: report.Fail,
+				Message: "placed-beside: wrong", Detail: "placed-beside: wrong\nplaced-beside:\n-a +b"},
 		}},
 	}
-	if d := cmp.Diff(want, m.junitSuites()); d != "" {
+	if d := cmp.Diff(want, junitSuites(m)); d != "" {
 		t.Errorf("junit suites (-want +got):\n%s", d)
 	}
 }
@@ -150,36 +145,37 @@ func TestUnexpectedAndJSON(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Unexpected (-want +got):\n%s", d)
 	}
-	m.Modes = m.Modes[:1]
+	m.Hosts = m.Hosts[:1]
 	if bad := m.Unexpected(); len(bad) != 0 {
-		t.Errorf("a clean mode with an expected divergence is unexpected: %q", bad)
+		t.Errorf("a clean host with an expected divergence is unexpected: %q", bad)
 	}
-	dir := t.TempDir()
-	if err := sample().WriteAll(dir); err != nil {
-		t.Fatal(err)
+	exit1 := 1
+	m.Hosts[0].HarnessExit = &exit1
+	if bad := m.Unexpected(); len(bad) != 1 {
+		t.Errorf("a harness exit 1 with nothing else wrong: %q, want one line", bad)
 	}
 }
 
 func TestReportJSONRoundTrip(t *testing.T) {
 	m := sample()
-	data, err := json.Marshal(m)
+	dir := t.TempDir()
+	if err := WriteAll(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	back, err := report.ReadMatrixFile(dir + "/report.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Matrix
-	if err := json.Unmarshal(data, &back); err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff(m, &back); d != "" {
+	if d := cmp.Diff(m, back); d != "" {
 		t.Errorf("report.json round trip (-want +got):\n%s", d)
 	}
 }
 
 func TestMerge(t *testing.T) {
-	a := &Matrix{Kernel: "k", Accel: "kvm", Modes: []ModeRun{{Mode: "v1", Status: "timeout"}}}
-	b := &Matrix{Kernel: "k", Accel: "kvm", Modes: []ModeRun{{Mode: "v2", Status: "reported"}, {Mode: "v1", Status: "reported"}}}
-	got := Merge(a, b)
-	want := &Matrix{Kernel: "k", Accel: "kvm", Modes: []ModeRun{{Mode: "v1", Status: "reported"}, {Mode: "v2", Status: "reported"}}}
+	a := &report.Matrix{Kernel: "k", Accel: "kvm", Hosts: []report.HostRun{{Host: mode.HostV1, Status: report.TimedOut}}}
+	b := &report.Matrix{Kernel: "k", Accel: "kvm", Hosts: []report.HostRun{{Host: mode.HostV2, Status: report.Reported}, {Host: mode.HostV1, Status: report.Reported}}}
+	got := report.MergeMatrices(a, b)
+	want := &report.Matrix{Schema: report.MatrixSchema, Kernel: "k", Accel: "kvm", Hosts: []report.HostRun{{Host: mode.HostV1, Status: report.Reported}, {Host: mode.HostV2, Status: report.Reported}}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Merge (-want +got):\n%s", d)
 	}

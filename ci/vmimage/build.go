@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/mounts"
 )
 
 // Builder makes and caches the images.
@@ -432,45 +434,10 @@ func configureSystemdTree(tree string) error {
 
 // unmountUnder lazily unmounts every mount at or below dir, deepest first.
 func unmountUnder(dir string) error {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return err
+	if _, err := mounts.Detach(dir); err != nil {
+		return fmt.Errorf("%w (left by debootstrap; umount -l it by hand)", err)
 	}
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return err
-	}
-	mounts := mountsUnder(string(data), abs)
-	var errs []error
-	for _, m := range mounts {
-		if err := lazyUnmount(m); err != nil {
-			errs = append(errs, fmt.Errorf("unmounting %s (left by debootstrap; umount -l it by hand): %w", m, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// mountsUnder returns mount points at or below dir from mountinfo text,
-// deepest first.
-func mountsUnder(mountinfo, dir string) []string {
-	var out []string
-	for _, line := range strings.Split(mountinfo, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := unescapeMount(f[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
-}
-
-func unescapeMount(s string) string {
-	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
-	return r.Replace(s)
+	return nil
 }
 
 // removeTree deletes a build tree, refusing while anything is mounted in it.
@@ -478,12 +445,11 @@ func removeTree(tree string) error {
 	if err := unmountUnder(tree); err != nil {
 		return err
 	}
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	m, err := mounts.Under(tree)
 	if err != nil {
 		return err
 	}
-	abs, _ := filepath.Abs(tree)
-	if m := mountsUnder(string(data), abs); len(m) > 0 {
+	if len(m) > 0 {
 		return fmt.Errorf("refusing to delete %s: %s is still mounted", tree, m[0])
 	}
 	return os.RemoveAll(tree)

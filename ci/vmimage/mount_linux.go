@@ -8,8 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func lazyUnmount(path string) error { return unix.Unmount(path, unix.MNT_DETACH) }
-
 // Lock takes an exclusive lock on the cache folder, so two matrix runs
 // sharing a cache never build the same image into the same temp paths. It
 // waits for the other run; the returned func releases the lock.

@@ -127,17 +127,3 @@ func TestParseLdd(t *testing.T) {
 		t.Errorf("parseLdd = %q, want %q", got, want)
 	}
 }
-
-func TestMountsUnder(t *testing.T) {
-	info := `22 1 0:21 / /proc rw - proc proc rw
-90 1 0:50 / /tmp/x/tree/proc rw - proc proc rw
-91 90 0:51 / /tmp/x/tree/proc/sys/fs/binfmt_misc rw - binfmt_misc b rw
-92 1 0:52 / /tmp/x/tree2 rw - tmpfs t rw
-93 1 0:53 / /tmp/x/tree/with\040space rw - tmpfs t rw
-`
-	got := mountsUnder(info, "/tmp/x/tree")
-	want := []string{"/tmp/x/tree/proc/sys/fs/binfmt_misc", "/tmp/x/tree/with space", "/tmp/x/tree/proc"}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("mountsUnder = %q, want %q (deepest first, no sibling prefix matches)", got, want)
-	}
-}

@@ -108,7 +108,8 @@ func TestParseProgress(t *testing.T) {
 		{line: "FAIL empty-path-contexts                          [kubepods-privileged] runc             26.1s delete: a: took 3.51s",
 			done: "empty-path-contexts [kubepods-privileged] runc"},
 		{line: "xdiv failed-start [container] runsc-stock 13.9s stock runsc …", done: "failed-start [container] runsc-stock"},
-		{line: "--- PASS standin/runc rc=0 (1s)", done: "standin/runc"},
+		{line: "pass standin-run [host] runc 1.0s exit 0", done: "standin-run [host] runc"},
+		{line: "--- PASS standin/runc rc=0 (1s)"}, // the stand-in's old spelling is no progress line
 		{line: "[    4.33] systemd[1]: Failed to find module 'autofs4'"},
 		{line: "passed through"},
 	} {

@@ -9,13 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // Disk is one NVMe namespace; all share one controller, so the guest sees
@@ -55,26 +56,18 @@ type Result struct {
 	LastDone    string // from the last result line
 }
 
-var (
-	startLine = regexp.MustCompile(`^=== RUN\s+(.+?)\s*$`)
-	// cgconform prints "pass|FAIL|xdiv|skip  case  [context]  runtime  1.2s …"
-	// when a case ends; the stand-in prints "--- PASS name …".
-	doneLine = regexp.MustCompile(`^(?:(pass|FAIL|xdiv|skip)\s+(\S+)\s+(\[\S+\])\s+(\S+)\s|--- (?:PASS|FAIL|SKIP) (\S+))`)
-)
-
-// ParseProgress says whether a console line starts or ends a case, and
-// names it ("case [context] runtime").
+// ParseProgress says whether a console line is one of cgconform's progress
+// lines (report.Progress) that starts or ends a case, and names it ("case
+// [context] runtime").
 func ParseProgress(line string) (started, done string) {
-	if m := startLine.FindStringSubmatch(line); m != nil {
-		return m[1], ""
+	p, ok := report.ParseProgress(line)
+	switch {
+	case !ok:
+		return "", ""
+	case p.Done:
+		return "", p.Name()
 	}
-	if m := doneLine.FindStringSubmatch(line); m != nil {
-		if m[5] != "" {
-			return "", m[5]
-		}
-		return "", m[2] + " " + m[3] + " " + m[4]
-	}
-	return "", ""
+	return p.Name(), ""
 }
 
 // UseKVM turns an -accel choice into whether to use KVM: "kvm", "tcg", or

@@ -7,8 +7,11 @@
 //
 // "cgconform clean" removes empty test roots left by runs that were killed.
 //
-// It exits 0 only when nothing unexpected happened: every result is a
-// pass, an expected divergence or a skip with its reason. It must run as
+// It exits 0 only when something ran and nothing unexpected happened: every
+// result is a pass, an expected divergence or a skip with its reason, and
+// at least one is not a skip. It exits 1 on a failure, 2 on a usage error,
+// and 3 when nothing ran (not root, bin/runsc-patched missing, every case
+// skipped): a run that proves nothing must not look green. It must run as
 // root; it creates and removes its own test root cgroup in every mounted
 // hierarchy and never touches other cgroups or processes.
 package main
@@ -27,6 +30,7 @@ import (
 
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 	"github.com/runsc-cgroups/cgconform/harness/runner"
 )
@@ -86,7 +90,10 @@ func run() int {
 	runtimes := flag.String("runtimes", "", "comma-separated name=path (or bare names on PATH); default: runsc-patched=bin/runsc-patched,runsc-stock=bin/runsc-stock,runc,crun")
 	runRE := flag.String("run", "", "only run cases whose \"name [context]\" matches this regexp")
 	skipRE := flag.String("skip", "", "leave out cases whose \"name [context]\" matches this regexp")
-	mode := flag.String("mode", "", "label for the host mode in the report (default: detected cgroup-v1, hybrid or cgroup-v2)")
+	hostFlag := flag.String("mode", "", "the matrix host this machine is (v1, hybrid, v2, systemd-v2, systemd-v1): results carry it, and it must match the detected cgroup layout")
+	throwaway := flag.Bool("throwaway", false, "this host may be changed at will (a matrix VM): run the cases and inputs that require throwaway (they may reach the real root of a hierarchy); never on a shared host")
+	strict := flag.Bool("strict", false, "fail a result whose declared divergence did not happen (a stale divergence: update the case)")
+	trials := flag.Int("trials", 0, "run every case this many times with fresh IDs, overriding its trials: (e.g. 200 for the kill storms); 0: the case's own")
 	timeout := flag.Duration("timeout", 5*time.Minute, "time limit for each case x context x runtime")
 	busybox := flag.String("busybox", "/usr/bin/busybox", "static busybox binary for the container rootfs")
 	enableRoot := flag.Bool("enable-root-controllers", false, "on cgroup v2, enable missing controllers in the root cgroup.subtree_control (changes the host: for throwaway VMs)")
@@ -102,6 +109,21 @@ func run() int {
 	if *validate {
 		fmt.Printf("%d case files valid\n", len(cases))
 		return 0
+	}
+	var matrixHost mode.Host
+	if *hostFlag != "" {
+		if matrixHost, err = mode.ParseHost(*hostFlag); err != nil {
+			fmt.Fprintf(os.Stderr, "cgconform: -mode: %v\n", err)
+			return 2
+		}
+	}
+	if *trials < 0 {
+		fmt.Fprintf(os.Stderr, "cgconform: -trials %d: want 0 or more\n", *trials)
+		return 2
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintf(os.Stderr, "cgconform: nothing ran: the harness needs root (it creates a test cgroup in every hierarchy and runs the runtimes as root); run it as root, or use -validate to check the case files only\n")
+		return 3
 	}
 	var filter, skip *regexp.Regexp
 	if *runRE != "" {
@@ -131,6 +153,11 @@ func run() int {
 				fmt.Fprintf(os.Stderr, "cgconform: -runtimes: %v\n", err)
 				return 2
 			}
+			if rts[i].Name == runner.Candidate {
+				// The runtime under test: without it nothing is proven.
+				fmt.Fprintf(os.Stderr, "cgconform: nothing ran: %v\n", err)
+				return 3
+			}
 			rtErrs[rts[i].Name] = err.Error()
 			fmt.Fprintf(os.Stderr, "cgconform: warning: %v: its cases are reported as skipped\n", err)
 		}
@@ -149,7 +176,10 @@ func run() int {
 		Filter:                filter,
 		Skip:                  skip,
 		Busybox:               *busybox,
-		ModeLabel:             *mode,
+		MatrixHost:            matrixHost,
+		Throwaway:             *throwaway,
+		Strict:                *strict,
+		Trials:                *trials,
 		CaseTimeout:           *timeout,
 		Progress:              os.Stdout,
 		Self:                  self,
@@ -184,6 +214,14 @@ func run() int {
 		printEnvironment(rep)
 		return 1
 	}
+	if !rep.Ran() {
+		why := fmt.Sprintf("all %d results are skips (see their reasons above)", len(rep.Results))
+		if len(rep.Results) == 0 {
+			why = "no case x context matched -run and -skip"
+		}
+		fmt.Fprintf(os.Stderr, "cgconform: nothing ran: %s; a run that proves nothing fails\n", why)
+		return 3
+	}
 	return 0
 }
 
@@ -199,7 +237,7 @@ func printEnvironment(rep *report.Report) {
 		hs = append(hs, n+"@"+x.Mount)
 	}
 	fmt.Fprintf(os.Stderr, "\nFAILURES on: mode %s (%s), kernel %s, uid %d, systemd PID 1 %v, cgroup namespace %v\n  hierarchies: %s\n",
-		h.Mode, cgroupVersion(h.Mode), h.Kernel, h.UID, h.SystemdPID1, h.CgroupNS, strings.Join(hs, " "))
+		h.CgroupMode, cgroupVersion(h.CgroupMode), h.Kernel, h.UID, h.SystemdPID1, h.CgroupNS, strings.Join(hs, " "))
 	for _, r := range rep.Runtimes {
 		fmt.Fprintf(os.Stderr, "  runtime %s (%s): %s %s\n", r.Name, r.Kind, r.Path, r.Version)
 	}
@@ -220,11 +258,11 @@ func printEnvironment(rep *report.Report) {
 	}
 }
 
-func cgroupVersion(mode string) string {
-	switch mode {
-	case cgroupfs.ModeV2:
+func cgroupVersion(m mode.Cgroup) string {
+	switch m {
+	case mode.V2:
 		return "cgroup v2, cgroupfs driver unless a case asks for systemd"
-	case cgroupfs.ModeHybrid:
+	case mode.Hybrid:
 		return "cgroup v1 controllers + cgroup2 at unified"
 	}
 	return "cgroup v1"

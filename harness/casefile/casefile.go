@@ -4,21 +4,28 @@
 // A case is YAML mapped onto these structs through their JSON tags
 // (sigs.k8s.io/yaml), so the OCI spec fragments a case carries use
 // runtime-spec's own JSON field names. Unknown fields are errors: a typo in a
-// case must never silently turn an expectation off.
+// case must never silently turn an expectation off. Every error names the
+// file, the line and the field at fault.
 package casefile
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
+	yamlv3 "go.yaml.in/yaml/v3"
+	"golang.org/x/sys/unix"
 	"sigs.k8s.io/yaml"
 )
 
@@ -32,7 +39,8 @@ type Case struct {
 	// Source says where the case comes from (seed discussion, issue, runc
 	// bats test...).
 	Source string `json:"source"`
-	// Requires lists host prerequisites from the Requirements vocabulary.
+	// Requires lists host prerequisites (Requirements); every one must
+	// hold for the case to run.
 	Requires []string `json:"requires,omitempty"`
 	// Contexts lists caller contexts; the case runs once per context.
 	// Default: [host].
@@ -45,6 +53,16 @@ type Case struct {
 	// CallerMount "read-only" mounts the delegated pod's cgroup2 read-only,
 	// as a container runtime does for a pod whose cgroup is not delegated.
 	CallerMount string `json:"callerMount,omitempty"`
+	// Trials repeats the case (setup excepted) this many times with fresh
+	// container IDs; the result counts the trials that failed or leaked.
+	// Default 1.
+	Trials int `json:"trials,omitempty"`
+	// Inputs makes the case a table: its steps run once per input, with
+	// ${input} set to the input's path (see Input).
+	Inputs []Input `json:"inputs,omitempty"`
+	// Setup runs after the context is built and before the leak baseline
+	// is taken: what it makes is the case's precondition, not a leak.
+	Setup []Setup `json:"setup,omitempty"`
 	// Sandboxes the steps refer to by name.
 	Sandboxes []Sandbox `json:"sandboxes"`
 	// Steps run in order.
@@ -57,6 +75,50 @@ type Case struct {
 
 	// File is the case file the case was read from.
 	File string `json:"-"`
+	// lines maps field paths ("steps[2].check") to their line in File.
+	lines map[string]int
+}
+
+// Input is one row of a table case: a cgroupsPath and what runsc-patched
+// must do with it. Each input runs the case's steps with ${input} set to
+// Path; its outcome category (report.Works, report.Refused, or neither) is
+// recorded with the whole-tree diff as evidence.
+type Input struct {
+	// Name is the input's ID in reports and divergences (as a step ID
+	// "input-<name>").
+	Name string `json:"name"`
+	// Path is the cgroupsPath (variables allowed).
+	Path string `json:"path"`
+	// Expect is works or refused: what runsc-patched must do.
+	Expect string `json:"expect"`
+	// Placement, for works: where the sandbox must be.
+	Placement *Placement `json:"placement,omitempty"`
+	// Requires lists extra requirements of this input (throwaway for
+	// paths that may reach the real root of a hierarchy).
+	Requires []string `json:"requires,omitempty"`
+	// Setup runs before this input, like the case's setup.
+	Setup []Setup `json:"setup,omitempty"`
+	// When restricts the input to some host modes (where stock runsc gives
+	// a path another meaning).
+	When *When `json:"when,omitempty"`
+}
+
+// Setup is one precondition the harness makes before the baseline. Cgroup
+// references are caller, parent, caller/<path> or parent/<path>; they are
+// made in every hierarchy, below the case's own cgroup only.
+type Setup struct {
+	// Do: mkdir (the cgroup and its missing parents), chown (the cgroup
+	// directory and its files, to Owner "uid:gid"), write (Value into File
+	// of the cgroup), process (start a long-running foreign process Name in
+	// the cgroup: a process no runtime started, e.g. another tenant's).
+	Do     string `json:"do"`
+	Cgroup string `json:"cgroup"`
+	Owner  string `json:"owner,omitempty"`
+	File   string `json:"file,omitempty"`
+	Value  string `json:"value,omitempty"`
+	Name   string `json:"name,omitempty"`
+	// When restricts the item to some host modes or contexts.
+	When *When `json:"when,omitempty"`
 }
 
 // Sandbox is one container (or, with Count, a group of identical ones).
@@ -76,15 +138,20 @@ type Sandbox struct {
 	// Options are runtime-neutral switches mapped to each runtime's flags:
 	// see Options.
 	Options []string `json:"options,omitempty"`
+	// MountNS puts every runtime command of the sandbox in a private mount
+	// namespace of that name, with a tmpfs of its own at the --root folder:
+	// two sandboxes in two such namespaces may share a root name and an ID
+	// (two containers of one pod, each with its own /run/runsc).
+	MountNS string `json:"mountns,omitempty"`
 	// Spec is an OCI spec fragment merged onto the generated base spec.
-	// Strings may use ${id}, ${token}, ${caseroot}, ${caller}.
+	// Strings may use the Variables.
 	Spec json.RawMessage `json:"spec,omitempty"`
 }
 
 // Step is one action and what it must show.
 type Step struct {
 	// ID names the step in reports and divergences (default: its index and
-	// action).
+	// action, e.g. "3-delete-force").
 	ID string `json:"id,omitempty"`
 	// Do is the action: see Actions.
 	Do string `json:"do"`
@@ -92,12 +159,21 @@ type Step struct {
 	Sandbox string `json:"sandbox,omitempty"`
 	// Args is the command for exec (argv inside the container).
 	Args []string `json:"args,omitempty"`
-	// Signal for kill (default KILL).
+	// Signal for kill (default KILL): a name as kill(1) takes it, with or
+	// without SIG.
 	Signal string `json:"signal,omitempty"`
-	// Seconds for sleep and burn.
-	Seconds float64 `json:"seconds,omitempty"`
-	// Write (action write): a file the harness writes into a cgroup of the
-	// context before or between runtime commands.
+	// Duration for sleep and burn ("3s").
+	Duration Duration `json:"duration,omitempty"`
+	// Kill (create, start): SIGKILL the runtime command itself this long
+	// after it started; the step then expects nothing of its exit.
+	Kill *Kill `json:"kill,omitempty"`
+	// Process names a setup process (join, kill-process).
+	Process string `json:"process,omitempty"`
+	// Repeat (cycle): how many create/start/delete --force rounds each
+	// instance runs.
+	Repeat int `json:"repeat,omitempty"`
+	// Write (action write): a file the harness writes into an existing
+	// cgroup of the context between runtime commands.
 	Write *Write `json:"write,omitempty"`
 	// When restricts the step to some host modes or contexts.
 	When *When `json:"when,omitempty"`
@@ -107,15 +183,25 @@ type Step struct {
 	Check *Check `json:"check,omitempty"`
 }
 
+// Kill is when a runtime command is SIGKILLed: After, or a uniformly
+// random moment between Min and Max (a new one for every instance and
+// trial).
+type Kill struct {
+	After Duration `json:"after,omitempty"`
+	Min   Duration `json:"min,omitempty"`
+	Max   Duration `json:"max,omitempty"`
+}
+
 // When restricts a step. Empty lists match everything.
 type When struct {
-	Modes    []string `json:"modes,omitempty"`
-	Contexts []string `json:"contexts,omitempty"`
+	Modes    []mode.Cgroup `json:"modes,omitempty"`
+	Contexts []string      `json:"contexts,omitempty"`
 }
 
 // Write is a harness-side write into a cgroup file of the caller context.
 type Write struct {
-	// Cgroup: caller, parent or caller/<path> (created if missing).
+	// Cgroup: caller, parent, caller/<path> or parent/<path>; it must
+	// exist (make it with a setup mkdir).
 	Cgroup string `json:"cgroup"`
 	File   string `json:"file"`
 	Value  string `json:"value"`
@@ -158,6 +244,10 @@ type Check struct {
 	NothingLeft bool `json:"nothingLeft,omitempty"`
 	// NothingCreated: no cgroup directory was added since the case began.
 	NothingCreated bool `json:"nothingCreated,omitempty"`
+	// NothingRemoved: every cgroup of the baseline (the context's and
+	// what setup made) still exists: a runtime removed nothing it did not
+	// create.
+	NothingRemoved bool `json:"nothingRemoved,omitempty"`
 	// NoneNamed: no cgroup added since the case began has this substring
 	// in its name (e.g. ":" for literal systemd slice:prefix:name dirs).
 	NoneNamed string `json:"noneNamed,omitempty"`
@@ -183,10 +273,12 @@ type Placement struct {
 	Sandbox string `json:"sandbox"`
 	// Relation: beneath (strictly under C), beside (under C's parent, not
 	// under C), caller (in C itself), root (directly under the hierarchy
-	// root or at it), exact (Path, after variable substitution).
+	// root or at it), exact (Path, after variable substitution), base
+	// (strictly under where a relative cgroupsPath resolves by default: C
+	// on v1 and hybrid hosts, C's parent on v2).
 	Relation string `json:"relation"`
-	// Path, optional for beneath/beside/root: the path relative to C (or
-	// C's parent, or the root) the processes must be in.
+	// Path, optional for beneath/beside/root/base: the path relative to C
+	// (or C's parent, the root, the base) the processes must be in.
 	Path string `json:"path,omitempty"`
 	// Roles limits the processes checked (sandbox, gofer, init).
 	// Default: all observed.
@@ -215,10 +307,11 @@ type Divergence struct {
 	Runtime string `json:"runtime"`
 	Reason  string `json:"reason"`
 	// Steps limits the divergence to these step IDs; empty means any step
-	// (and the final nothing-left check, ID "cleanup").
+	// (and the final nothing-left check, ID "cleanup"). An input of a table
+	// case is the step "input-<name>".
 	Steps []string `json:"steps,omitempty"`
 	// Modes limits the divergence to some host modes.
-	Modes []string `json:"modes,omitempty"`
+	Modes []mode.Cgroup `json:"modes,omitempty"`
 	// Contexts limits it to some of the case's contexts, so a runtime that
 	// diverges only inside a cgroup namespace is still held to the case
 	// everywhere else.
@@ -247,20 +340,33 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()
 
 // Vocabulary.
 var (
-	// Requirements a case may list.
-	Requirements = []string{"root", "cgroup-v1", "hybrid", "cgroup-v2", "v1-controllers", "systemd", "no-systemd", "cgroupns"}
+	// Requirements a case may list. A mode (cgroup-v1, hybrid, cgroup-v2)
+	// holds on that layout only; v1-controllers on cgroup-v1 or hybrid;
+	// systemd when systemd is PID 1, no-systemd when it is not; cgroupns
+	// when cgroup namespaces exist; throwaway when the host may be changed
+	// at will (cgconform -throwaway: the matrix's VMs), for inputs that may
+	// reach the real root of a hierarchy; root when the harness runs as
+	// root.
+	Requirements = []string{"root", "cgroup-v1", "hybrid", "cgroup-v2", "v1-controllers", "systemd", "no-systemd", "cgroupns", "throwaway"}
 	// Contexts a case may run in.
 	Contexts = []string{"host", "container", "kubepods-privileged", "kubepods-delegated", "systemd-unit", "systemd-unit-undelegated"}
-	// Modes are host cgroup modes, as used in When and Divergence.
-	Modes = []string{"cgroup-v1", "hybrid", "cgroup-v2"}
 	// Actions a step may do.
-	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "wait-stopped", "sleep", "burn", "write", "check"}
+	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "check"}
+	// SetupActions a setup item may do.
+	SetupActions = []string{"mkdir", "chown", "write", "process"}
 	// Options are runtime-neutral sandbox switches.
 	Options = []string{"systemd-cgroup", "nested-cgroups"}
 	// Relations for Placement.
-	Relations = []string{"beneath", "beside", "caller", "root", "exact"}
+	Relations = []string{"beneath", "beside", "caller", "root", "exact", "base"}
 	// Roles of observed processes.
 	Roles = []string{"sandbox", "gofer", "init"}
+	// Variables a string may use as ${name}: the prefixed container ID,
+	// the run token, the case's own cgroup below the test root, the
+	// caller's cgroup C, a table case's input, and pid.<process> (the PID
+	// of a setup process).
+	Variables = []string{"id", "token", "caseroot", "caller", "input"}
+	// Categories of a table case's inputs.
+	Categories = []string{"works", "refused"}
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
@@ -283,7 +389,7 @@ func LoadDir(dir string) ([]*Case, error) {
 			return nil, err
 		}
 		if prev, ok := seen[c.Name]; ok {
-			return nil, fmt.Errorf("%s: name: %q already used by %s; give each case a unique name", f, c.Name, prev)
+			return nil, fmt.Errorf("%s: name: %q already used by %s; give each case a unique name", c.at("name"), c.Name, prev)
 		}
 		seen[c.Name] = f
 		cases = append(cases, c)
@@ -297,222 +403,462 @@ func LoadFile(path string) (*Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := Parse(b)
+	c, err := parse(b, path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
-	c.File = path
 	return c, nil
 }
 
-// Parse decodes and validates a case. Errors name the offending field.
-func Parse(b []byte) (*Case, error) {
+// Parse decodes and validates a case. Errors name the line and the field.
+func Parse(b []byte) (*Case, error) { return parse(b, "") }
+
+func parse(b []byte, file string) (*Case, error) {
+	lines, lerr := fieldLines(b)
+	prefix := func(field string) string {
+		where := file
+		if n, ok := lines[field]; ok {
+			where = fmt.Sprintf("%s:%d", file, n)
+		}
+		if where == "" {
+			return ""
+		}
+		return where + ": "
+	}
+	if lerr != nil {
+		return nil, fmt.Errorf("%s%w", prefix(""), lerr)
+	}
 	var c Case
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		return nil, fmt.Errorf("decoding case: %w (field names follow cases/README.md and runtime-spec's JSON names)", err)
+		field := ""
+		if m := unknownFieldRE.FindStringSubmatch(err.Error()); m != nil {
+			field = unknownField(lines, m[1])
+		}
+		return nil, fmt.Errorf("%sdecoding case: %w (field names follow cases/README.md and runtime-spec's JSON names)", prefix(field), err)
 	}
+	c.File, c.lines = file, lines
+	c.normalize()
 	if err := c.Validate(); err != nil {
-		return nil, err
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return nil, fmt.Errorf("%s%w", prefix(fe.Field), err)
+		}
+		return nil, fmt.Errorf("%s%w", prefix(""), err)
 	}
 	return &c, nil
 }
 
-// Validate checks the case against the vocabulary and its own references.
-// Every error starts with the path of the field at fault.
-func (c *Case) Validate() error {
-	if !nameRE.MatchString(c.Name) {
-		return fmt.Errorf("name: %q must match %s", c.Name, nameRE)
+// at is "file:line" of a field ("" parts left out).
+func (c *Case) at(field string) string {
+	if n, ok := c.lines[field]; ok {
+		return fmt.Sprintf("%s:%d", c.File, n)
 	}
-	if strings.TrimSpace(c.Purpose) == "" {
-		return fmt.Errorf("purpose: missing; say in one line what this case proves")
-	}
-	if strings.TrimSpace(c.Source) == "" {
-		return fmt.Errorf("source: missing; say where the case comes from")
-	}
-	for i, r := range c.Requires {
-		if !contains(Requirements, r) {
-			return fmt.Errorf("requires[%d]: unknown requirement %q (known: %s)", i, r, strings.Join(Requirements, ", "))
+	return c.File
+}
+
+// normalize fills defaults the schema documents: step IDs.
+func (c *Case) normalize() {
+	for i := range c.Steps {
+		if c.Steps[i].ID == "" {
+			c.Steps[i].ID = fmt.Sprintf("%d-%s", i+1, c.Steps[i].Do)
 		}
 	}
+}
+
+// FieldError is a validation error at a field path ("steps[2].check").
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+func ferr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks the case against the vocabulary and its own references.
+// It does not change the case. Every error is a *FieldError naming the
+// field at fault.
+func (c *Case) Validate() error {
+	if !nameRE.MatchString(c.Name) {
+		return ferr("name", "%q must match %s", c.Name, nameRE)
+	}
+	if strings.TrimSpace(c.Purpose) == "" {
+		return ferr("purpose", "missing; say in one line what this case proves")
+	}
+	if strings.TrimSpace(c.Source) == "" {
+		return ferr("source", "missing; say where the case comes from")
+	}
+	if err := checkRequires("requires", c.Requires); err != nil {
+		return err
+	}
 	for i, x := range c.Contexts {
-		if !contains(Contexts, x) {
-			return fmt.Errorf("contexts[%d]: unknown context %q (known: %s)", i, x, strings.Join(Contexts, ", "))
+		if !slices.Contains(Contexts, x) {
+			return ferr(fmt.Sprintf("contexts[%d]", i), "unknown context %q (known: %s)", x, strings.Join(Contexts, ", "))
 		}
 	}
 	if c.CallerType != "" {
 		if c.CallerType != "threaded" {
-			return fmt.Errorf("callerType: %q is not supported (known: threaded)", c.CallerType)
+			return ferr("callerType", "%q is not supported (known: threaded)", c.CallerType)
 		}
-		if !contains(c.Requires, "cgroup-v2") {
-			return fmt.Errorf("callerType: a threaded caller exists only on cgroup v2: add cgroup-v2 to requires")
+		if !slices.Contains(c.Requires, "cgroup-v2") {
+			return ferr("callerType", "a threaded caller exists only on cgroup v2: add cgroup-v2 to requires")
 		}
 	}
 	if c.CallerMount != "" {
 		if c.CallerMount != "read-only" {
-			return fmt.Errorf("callerMount: %q is not supported (known: read-only)", c.CallerMount)
+			return ferr("callerMount", "%q is not supported (known: read-only)", c.CallerMount)
 		}
 		if len(c.Contexts) != 1 || c.Contexts[0] != "kubepods-delegated" {
-			return fmt.Errorf("callerMount: only the kubepods-delegated context mounts cgroup2 itself: set contexts: [kubepods-delegated]")
+			return ferr("callerMount", "only the kubepods-delegated context mounts cgroup2 itself: set contexts: [kubepods-delegated]")
 		}
 	}
+	if c.Trials < 0 || c.Trials > 10000 {
+		return ferr("trials", "%d out of range 0..10000", c.Trials)
+	}
+	processes := map[string]bool{}
+	if err := checkSetup("setup", c.Setup, processes); err != nil {
+		return err
+	}
+	for i := range c.Inputs {
+		if err := checkSetup(fmt.Sprintf("inputs[%d].setup", i), c.Inputs[i].Setup, processes); err != nil {
+			return err
+		}
+	}
+	vars := map[string]bool{}
+	for _, v := range Variables {
+		vars[v] = true
+	}
+	for p := range processes {
+		vars["pid."+p] = true
+	}
+	if len(c.Inputs) == 0 {
+		delete(vars, "input")
+	}
 	if len(c.Sandboxes) == 0 {
-		return fmt.Errorf("sandboxes: at least one sandbox is needed")
+		return ferr("sandboxes", "at least one sandbox is needed")
 	}
 	names := map[string]bool{}
 	ids := map[string]bool{}
+	mountns := map[string]bool{}
 	for i := range c.Sandboxes {
 		s := &c.Sandboxes[i]
 		f := fmt.Sprintf("sandboxes[%d]", i)
 		if !nameRE.MatchString(s.Name) {
-			return fmt.Errorf("%s.name: %q must match %s", f, s.Name, nameRE)
+			return ferr(f+".name", "%q must match %s", s.Name, nameRE)
 		}
 		if names[s.Name] {
-			return fmt.Errorf("%s.name: %q used twice", f, s.Name)
+			return ferr(f+".name", "%q used twice", s.Name)
 		}
 		names[s.Name] = true
 		if s.ID != "" && !nameRE.MatchString(s.ID) {
-			return fmt.Errorf("%s.id: %q must match %s", f, s.ID, nameRE)
+			return ferr(f+".id", "%q must match %s", s.ID, nameRE)
 		}
 		if s.Root != "" && !nameRE.MatchString(s.Root) {
-			return fmt.Errorf("%s.root: %q must match %s", f, s.Root, nameRE)
+			return ferr(f+".root", "%q must match %s", s.Root, nameRE)
 		}
-		key := s.RootName() + "/" + s.ContainerID()
+		if s.MountNS != "" && !nameRE.MatchString(s.MountNS) {
+			return ferr(f+".mountns", "%q must match %s", s.MountNS, nameRE)
+		}
+		key := s.MountNS + "/" + s.RootName() + "/" + s.ContainerID()
 		if ids[key] {
-			return fmt.Errorf("%s.id: %q is already used in root %q; put one of them in another root", f, s.ContainerID(), s.RootName())
+			return ferr(f+".id", "%q is already used in root %q; put one of them in another root (or mount namespace)", s.ContainerID(), s.RootName())
 		}
 		ids[key] = true
+		mountns[s.MountNS] = true
 		if s.Count < 0 || s.Count > 256 {
-			return fmt.Errorf("%s.count: %d out of range 0..256", f, s.Count)
+			return ferr(f+".count", "%d out of range 0..256", s.Count)
 		}
 		for j, o := range s.Options {
-			if !contains(Options, o) {
-				return fmt.Errorf("%s.options[%d]: unknown option %q (known: %s)", f, j, o, strings.Join(Options, ", "))
+			if !slices.Contains(Options, o) {
+				return ferr(fmt.Sprintf("%s.options[%d]", f, j), "unknown option %q (known: %s)", o, strings.Join(Options, ", "))
 			}
 		}
 		if len(s.Spec) > 0 {
 			if err := checkSpecFragment(s.Spec); err != nil {
-				return fmt.Errorf("%s.spec: %w", f, err)
+				return ferr(f+".spec", "%v", err)
+			}
+			if err := checkVars(string(s.Spec), vars); err != nil {
+				return ferr(f+".spec", "%v", err)
 			}
 		}
-		if err := checkCgroupsPath(s.Spec); err != nil {
-			return fmt.Errorf("%s.spec.linux.cgroupsPath: %w", f, err)
+		if err := checkCgroupsPath(s.Spec, len(c.Inputs) > 0); err != nil {
+			return ferr(f+".spec.linux.cgroupsPath", "%v", err)
 		}
 	}
-	if len(c.Steps) == 0 {
-		return fmt.Errorf("steps: at least one step is needed")
+	for i, in := range c.Inputs {
+		f := fmt.Sprintf("inputs[%d]", i)
+		if !nameRE.MatchString(in.Name) {
+			return ferr(f+".name", "%q must match %s", in.Name, nameRE)
+		}
+		if !slices.Contains(Categories, in.Expect) {
+			return ferr(f+".expect", "%q: want works or refused", in.Expect)
+		}
+		if (in.Placement != nil) != (in.Expect == "works") {
+			return ferr(f+".placement", "an input that works says where (placement: {relation, path}); a refused one takes none")
+		}
+		if p := in.Placement; p != nil {
+			if p.Sandbox != "" {
+				return ferr(f+".placement.sandbox", "the table's sandbox is implied")
+			}
+			if !slices.Contains(Relations, p.Relation) {
+				return ferr(f+".placement.relation", "unknown relation %q (known: %s)", p.Relation, strings.Join(Relations, ", "))
+			}
+		}
+		if err := checkRequires(f+".requires", in.Requires); err != nil {
+			return err
+		}
+		if in.When != nil {
+			if err := checkModes(f+".when.modes", in.When.Modes); err != nil {
+				return err
+			}
+		}
+		if err := checkVars(in.Path, vars); err != nil {
+			return ferr(f+".path", "%v", err)
+		}
+		if p := in.Placement; p != nil {
+			if err := checkVars(p.Path, vars); err != nil {
+				return ferr(f+".placement.path", "%v", err)
+			}
+		}
+		if err := checkInputPath(in.Path, append(slices.Clone(c.Requires), in.Requires...)); err != nil {
+			return ferr(f+".path", "%v", err)
+		}
+	}
+	switch {
+	case len(c.Inputs) > 0 && len(c.Steps) > 0:
+		return ferr("steps", "a table case (inputs) runs the table protocol (cases/README.md, \"Table cases\"): it takes no steps")
+	case len(c.Inputs) > 0 && (len(c.Sandboxes) != 1 || c.Sandboxes[0].Instances() != 1 || !strings.Contains(string(c.Sandboxes[0].Spec), `"${input}"`)):
+		return ferr("sandboxes", "a table case has one sandbox whose spec sets linux.cgroupsPath: \"${input}\"")
+	case len(c.Inputs) > 0 && c.Trials > 1:
+		return ferr("trials", "a table case runs each input once")
+	case len(c.Inputs) == 0 && len(c.Steps) == 0:
+		return ferr("steps", "at least one step is needed")
 	}
 	stepIDs := map[string]bool{"cleanup": true}
+	for _, in := range c.Inputs {
+		stepIDs["input-"+in.Name] = true
+	}
 	for i := range c.Steps {
 		st := &c.Steps[i]
 		f := fmt.Sprintf("steps[%d]", i)
-		if st.ID == "" {
-			st.ID = fmt.Sprintf("%d-%s", i+1, st.Do)
+		id := st.ID
+		if id == "" {
+			id = fmt.Sprintf("%d-%s", i+1, st.Do)
 		}
-		if stepIDs[st.ID] {
-			return fmt.Errorf("%s.id: %q used twice (or reserved)", f, st.ID)
+		if stepIDs[id] {
+			return ferr(f+".id", "%q used twice (or reserved)", id)
 		}
-		stepIDs[st.ID] = true
-		if err := st.validate(names); err != nil {
-			return fmt.Errorf("%s.%w", f, err)
+		stepIDs[id] = true
+		if err := st.validate(f, names, processes, vars); err != nil {
+			return err
 		}
 	}
 	for i, d := range c.Divergences {
 		f := fmt.Sprintf("divergences[%d]", i)
 		if d.Runtime == "" {
-			return fmt.Errorf("%s.runtime: missing", f)
+			return ferr(f+".runtime", "missing")
 		}
 		if d.Runtime == "runsc-patched" {
-			return fmt.Errorf("%s.runtime: runsc-patched must meet every expectation; change the expectation instead", f)
+			return ferr(f+".runtime", "runsc-patched must meet every expectation; change the expectation instead")
 		}
 		if strings.TrimSpace(d.Reason) == "" {
-			return fmt.Errorf("%s.reason: missing; an expected divergence must say why", f)
+			return ferr(f+".reason", "missing; an expected divergence must say why")
 		}
 		for j, s := range d.Steps {
 			if !stepIDs[s] {
-				return fmt.Errorf("%s.steps[%d]: no step with id %q", f, j, s)
+				return ferr(fmt.Sprintf("%s.steps[%d]", f, j), "no step with id %q", s)
 			}
 		}
-		for j, m := range d.Modes {
-			if !contains(Modes, m) {
-				return fmt.Errorf("%s.modes[%d]: unknown mode %q (known: %s)", f, j, m, strings.Join(Modes, ", "))
-			}
+		if err := checkModes(f+".modes", d.Modes); err != nil {
+			return err
 		}
 		for j, cx := range d.Contexts {
-			if !contains(c.CaseContexts(), cx) {
-				return fmt.Errorf("%s.contexts[%d]: %q is not one of the case's contexts (%s)", f, j, cx, strings.Join(c.CaseContexts(), ", "))
+			if !slices.Contains(c.CaseContexts(), cx) {
+				return ferr(fmt.Sprintf("%s.contexts[%d]", f, j), "%q is not one of the case's contexts (%s)", cx, strings.Join(c.CaseContexts(), ", "))
 			}
 		}
 	}
 	return nil
 }
 
-func (st *Step) validate(sandboxes map[string]bool) error {
-	if !contains(Actions, st.Do) {
-		return fmt.Errorf("do: unknown action %q (known: %s)", st.Do, strings.Join(Actions, ", "))
+// checkRequires allows only known requirements, and at most one host mode:
+// every requirement must hold, so two modes could never both hold (write
+// v1-controllers for "cgroup-v1 or hybrid").
+func checkRequires(field string, reqs []string) error {
+	modes := 0
+	for i, r := range reqs {
+		if !slices.Contains(Requirements, r) {
+			return ferr(fmt.Sprintf("%s[%d]", field, i), "unknown requirement %q (known: %s)", r, strings.Join(Requirements, ", "))
+		}
+		if r == "cgroup-v1" || r == "hybrid" || r == "cgroup-v2" || r == "v1-controllers" {
+			modes++
+		}
+		if modes > 1 {
+			return ferr(fmt.Sprintf("%s[%d]", field, i), "a second host mode %q: every requirement must hold and a host has one mode (v1-controllers means cgroup-v1 or hybrid)", r)
+		}
 	}
-	needSandbox := st.Do != "sleep" && st.Do != "check" && st.Do != "write"
+	return nil
+}
+
+func checkModes(field string, modes []mode.Cgroup) error {
+	for i, m := range modes {
+		if _, err := mode.ParseCgroup(string(m)); err != nil {
+			return ferr(fmt.Sprintf("%s[%d]", field, i), "%v", err)
+		}
+	}
+	return nil
+}
+
+func checkSetup(field string, items []Setup, processes map[string]bool) error {
+	for i, it := range items {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if !slices.Contains(SetupActions, it.Do) {
+			return ferr(f+".do", "unknown setup action %q (known: %s)", it.Do, strings.Join(SetupActions, ", "))
+		}
+		if !validCgroupRef(it.Cgroup) {
+			return ferr(f+".cgroup", "%q must be caller, parent, caller/<path> or parent/<path> (no ..)", it.Cgroup)
+		}
+		if err := checkVars(it.Cgroup, map[string]bool{"token": true}); err != nil {
+			return ferr(f+".cgroup", "%v", err)
+		}
+		want := map[string][]string{"mkdir": nil, "chown": {"owner"}, "write": {"file", "value"}, "process": {"name"}}[it.Do]
+		got := map[string]string{"owner": it.Owner, "file": it.File, "value": it.Value, "name": it.Name}
+		for k, v := range got {
+			if v != "" && !slices.Contains(want, k) {
+				return ferr(f+"."+k, "%s takes no %s", it.Do, k)
+			}
+			if v == "" && slices.Contains(want, k) && k != "value" {
+				return ferr(f+"."+k, "%s needs %s", it.Do, k)
+			}
+		}
+		if it.Do == "chown" {
+			var u, g int
+			if n, err := fmt.Sscanf(it.Owner, "%d:%d", &u, &g); err != nil || n != 2 || fmt.Sprintf("%d:%d", u, g) != it.Owner {
+				return ferr(f+".owner", "%q must be uid:gid in numbers", it.Owner)
+			}
+		}
+		if it.Do == "write" && strings.Contains(it.File, "/") {
+			return ferr(f+".file", "%q must be a plain file name", it.File)
+		}
+		if it.Do == "process" {
+			if !nameRE.MatchString(it.Name) {
+				return ferr(f+".name", "%q must match %s", it.Name, nameRE)
+			}
+			if processes[it.Name] {
+				return ferr(f+".name", "process %q started twice", it.Name)
+			}
+			processes[it.Name] = true
+		}
+		if it.When != nil {
+			if err := checkModes(f+".when.modes", it.When.Modes); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (st *Step) validate(f string, sandboxes, processes, vars map[string]bool) error {
+	if !slices.Contains(Actions, st.Do) {
+		return ferr(f+".do", "unknown action %q (known: %s)", st.Do, strings.Join(Actions, ", "))
+	}
+	needSandbox := !slices.Contains([]string{"sleep", "check", "write", "kill-process"}, st.Do)
 	if needSandbox && !sandboxes[st.Sandbox] {
-		return fmt.Errorf("sandbox: %q is not a sandbox of this case", st.Sandbox)
+		return ferr(f+".sandbox", "%q is not a sandbox of this case", st.Sandbox)
 	}
 	if !needSandbox && st.Sandbox != "" {
-		return fmt.Errorf("sandbox: action %q takes no sandbox", st.Do)
+		return ferr(f+".sandbox", "action %q takes no sandbox", st.Do)
 	}
 	if st.Do == "exec" && len(st.Args) == 0 {
-		return fmt.Errorf("args: exec needs a command")
+		return ferr(f+".args", "exec needs a command")
 	}
-	if (st.Do == "sleep" || st.Do == "burn") && st.Seconds <= 0 {
-		return fmt.Errorf("seconds: %s needs a positive duration", st.Do)
+	if st.Signal != "" {
+		if st.Do != "kill" {
+			return ferr(f+".signal", "only kill takes a signal")
+		}
+		if _, err := SignalNumber(st.Signal); err != nil {
+			return ferr(f+".signal", "%v", err)
+		}
+	}
+	if (st.Do == "sleep" || st.Do == "burn") != (st.Duration.Duration > 0) {
+		return ferr(f+".duration", "sleep and burn need a positive duration (\"3s\"), and only they take one")
+	}
+	if k := st.Kill; k != nil {
+		if st.Do != "create" && st.Do != "start" {
+			return ferr(f+".kill", "only create and start can be killed (split run into create and start)")
+		}
+		fixed, random := k.After.Duration > 0, k.Min.Duration > 0 || k.Max.Duration > 0
+		if fixed == random || (random && (k.Min.Duration < 0 || k.Max.Duration <= k.Min.Duration)) {
+			return ferr(f+".kill", "set after, or min < max")
+		}
+		if st.Expect != nil {
+			return ferr(f+".expect", "a killed command has no exit status to expect")
+		}
+	}
+	if (st.Do == "join" || st.Do == "kill-process") != (st.Process != "") {
+		return ferr(f+".process", "join and kill-process name a setup process, and only they take one")
+	}
+	if st.Process != "" && !processes[st.Process] {
+		return ferr(f+".process", "%q is not a process of the case's setup", st.Process)
+	}
+	if (st.Do == "cycle") != (st.Repeat > 0) {
+		return ferr(f+".repeat", "cycle needs repeat: N (N > 0), and only it takes one")
 	}
 	if (st.Do == "write") != (st.Write != nil) {
-		return fmt.Errorf("write: the write action needs write: {cgroup, file, value}, and only it takes one")
+		return ferr(f+".write", "the write action needs write: {cgroup, file, value}, and only it takes one")
 	}
 	if w := st.Write; w != nil {
 		if !validCgroupRef(w.Cgroup) {
-			return fmt.Errorf("write.cgroup: %q must be caller, parent or caller/<path>", w.Cgroup)
+			return ferr(f+".write.cgroup", "%q must be caller, parent, caller/<path> or parent/<path>", w.Cgroup)
 		}
 		if w.File == "" || strings.Contains(w.File, "/") {
-			return fmt.Errorf("write.file: %q must be a plain file name", w.File)
+			return ferr(f+".write.file", "%q must be a plain file name", w.File)
 		}
 	}
-	if st.Expect != nil && st.Expect.Fail && st.Expect.AnyExit {
-		return fmt.Errorf("expect: fail and anyExit exclude each other")
-	}
-	if st.Expect != nil && st.Expect.RollupAtLeast != 0 && st.Do != "burn" {
-		return fmt.Errorf("expect.rollupAtLeast: only burn measures usage")
+	if e := st.Expect; e != nil {
+		if e.Fail && e.AnyExit {
+			return ferr(f+".expect", "fail and anyExit exclude each other")
+		}
+		if e.RollupAtLeast != 0 && st.Do != "burn" {
+			return ferr(f+".expect.rollupAtLeast", "only burn measures usage")
+		}
+		if err := checkVars(e.Output, vars); err != nil {
+			return ferr(f+".expect.output", "%v", err)
+		}
 	}
 	if st.When != nil {
-		for i, m := range st.When.Modes {
-			if !contains(Modes, m) {
-				return fmt.Errorf("when.modes[%d]: unknown mode %q (known: %s)", i, m, strings.Join(Modes, ", "))
-			}
+		if err := checkModes(f+".when.modes", st.When.Modes); err != nil {
+			return err
 		}
 		for i, x := range st.When.Contexts {
-			if !contains(Contexts, x) {
-				return fmt.Errorf("when.contexts[%d]: unknown context %q", i, x)
+			if !slices.Contains(Contexts, x) {
+				return ferr(fmt.Sprintf("%s.when.contexts[%d]", f, i), "unknown context %q", x)
 			}
 		}
 	}
 	if st.Do != "check" {
 		if st.Check != nil {
-			return fmt.Errorf("check: only a check step takes one")
+			return ferr(f+".check", "only a check step takes one")
 		}
 		return nil
 	}
 	if st.Expect != nil {
-		return fmt.Errorf("expect: a check step takes check, not expect")
+		return ferr(f+".expect", "a check step takes check, not expect")
 	}
 	if st.Check == nil {
-		return fmt.Errorf("check: missing")
+		return ferr(f+".check", "missing")
 	}
-	return st.Check.validate(sandboxes)
+	return st.Check.validate(f+".check", sandboxes, vars)
 }
 
-func (c *Check) validate(sandboxes map[string]bool) error {
+func (c *Check) validate(f string, sandboxes, vars map[string]bool) error {
 	n := 0
 	ref := func(field, name string) error {
 		n++
 		if !sandboxes[name] {
-			return fmt.Errorf("check.%s: %q is not a sandbox of this case", field, name)
+			return ferr(f+"."+field, "%q is not a sandbox of this case", name)
 		}
 		return nil
 	}
@@ -520,18 +866,21 @@ func (c *Check) validate(sandboxes map[string]bool) error {
 		if err := ref("placement.sandbox", p.Sandbox); err != nil {
 			return err
 		}
-		if !contains(Relations, p.Relation) {
-			return fmt.Errorf("check.placement.relation: unknown relation %q (known: %s)", p.Relation, strings.Join(Relations, ", "))
+		if !slices.Contains(Relations, p.Relation) {
+			return ferr(f+".placement.relation", "unknown relation %q (known: %s)", p.Relation, strings.Join(Relations, ", "))
 		}
 		if p.Relation == "exact" && p.Path == "" {
-			return fmt.Errorf("check.placement.path: exact needs a path")
+			return ferr(f+".placement.path", "exact needs a path")
 		}
 		if p.Relation == "caller" && p.Path != "" {
-			return fmt.Errorf("check.placement.path: caller takes no path")
+			return ferr(f+".placement.path", "caller takes no path")
+		}
+		if err := checkVars(p.Path, vars); err != nil {
+			return ferr(f+".placement.path", "%v", err)
 		}
 		for i, r := range p.Roles {
-			if !contains(Roles, r) {
-				return fmt.Errorf("check.placement.roles[%d]: unknown role %q (known: %s)", i, r, strings.Join(Roles, ", "))
+			if !slices.Contains(Roles, r) {
+				return ferr(fmt.Sprintf("%s.placement.roles[%d]", f, i), "unknown role %q (known: %s)", r, strings.Join(Roles, ", "))
 			}
 		}
 	}
@@ -539,58 +888,54 @@ func (c *Check) validate(sandboxes map[string]bool) error {
 		n++
 		for i, s := range c.Distinct {
 			if !sandboxes[s] {
-				return fmt.Errorf("check.distinct[%d]: %q is not a sandbox of this case", i, s)
+				return ferr(fmt.Sprintf("%s.distinct[%d]", f, i), "%q is not a sandbox of this case", s)
 			}
 		}
 	}
-	for field, v := range map[string]string{"owned": c.Owned, "running": c.Running, "gone": c.Gone} {
-		if v != "" {
-			if err := ref(field, v); err != nil {
+	for _, kv := range []struct{ field, v string }{{"owned", c.Owned}, {"running", c.Running}, {"gone", c.Gone}} {
+		if kv.v != "" {
+			if err := ref(kv.field, kv.v); err != nil {
 				return err
 			}
 		}
 	}
-	if f := c.File; f != nil {
+	if fc := c.File; fc != nil {
 		n++
-		if (f.Sandbox == "") == (f.Cgroup == "") {
-			return fmt.Errorf("check.file: set exactly one of sandbox and cgroup")
+		if (fc.Sandbox == "") == (fc.Cgroup == "") {
+			return ferr(f+".file", "set exactly one of sandbox and cgroup")
 		}
-		if f.Sandbox != "" && !sandboxes[f.Sandbox] {
-			return fmt.Errorf("check.file.sandbox: %q is not a sandbox of this case", f.Sandbox)
+		if fc.Sandbox != "" && !sandboxes[fc.Sandbox] {
+			return ferr(f+".file.sandbox", "%q is not a sandbox of this case", fc.Sandbox)
 		}
-		if f.Cgroup != "" && !validCgroupRef(f.Cgroup) {
-			return fmt.Errorf("check.file.cgroup: %q must be caller, parent or caller/<path>", f.Cgroup)
+		if fc.Cgroup != "" && !validCgroupRef(fc.Cgroup) {
+			return ferr(f+".file.cgroup", "%q must be caller, parent, caller/<path> or parent/<path>", fc.Cgroup)
 		}
-		if f.Name == "" || strings.Contains(f.Name, "/") {
-			return fmt.Errorf("check.file.name: %q must be a plain file name", f.Name)
+		if fc.Name == "" || strings.Contains(fc.Name, "/") {
+			return ferr(f+".file.name", "%q must be a plain file name", fc.Name)
 		}
 		k := 0
-		if f.Equals != nil {
+		if fc.Equals != nil {
 			k++
 		}
-		if len(f.Contains) > 0 {
+		if len(fc.Contains) > 0 {
 			k++
 		}
-		if f.Empty {
+		if fc.Empty {
 			k++
 		}
 		if k != 1 {
-			return fmt.Errorf("check.file: set exactly one of equals, contains, empty")
+			return ferr(f+".file", "set exactly one of equals, contains, empty")
 		}
 	}
-	if c.NothingLeft {
-		n++
-	}
-	if c.NothingCreated {
-		n++
-	}
-	if c.NoneNamed != "" {
-		n++
+	for _, b := range []bool{c.NothingLeft, c.NothingCreated, c.NothingRemoved, c.NoneNamed != ""} {
+		if b {
+			n++
+		}
 	}
 	if c.Holders != "" {
 		n++
-		if !contains(Relations, c.Holders) || c.Holders == "exact" {
-			return fmt.Errorf("check.holders: %q must be beneath, beside, caller or root", c.Holders)
+		if !slices.Contains(Relations, c.Holders) || c.Holders == "exact" || c.Holders == "base" {
+			return ferr(f+".holders", "%q must be beneath, beside, caller or root", c.Holders)
 		}
 	}
 	if l := c.RunscLog; l != nil {
@@ -598,13 +943,43 @@ func (c *Check) validate(sandboxes map[string]bool) error {
 			return err
 		}
 		if l.Lacks == "" {
-			return fmt.Errorf("check.runscLog.lacks: missing")
+			return ferr(f+".runscLog.lacks", "missing")
 		}
 	}
 	if n != 1 {
-		return fmt.Errorf("check: set exactly one assertion (got %d)", n)
+		return ferr(f, "set exactly one assertion (got %d)", n)
 	}
 	return nil
+}
+
+var varRE = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+// checkVars rejects ${name} references to unknown variables: a typo would
+// otherwise reach the runtime as a literal "${tokn}".
+func checkVars(s string, known map[string]bool) error {
+	for _, m := range varRE.FindAllStringSubmatch(s, -1) {
+		if !known[m[1]] {
+			var k []string
+			for v := range known {
+				k = append(k, "${"+v+"}")
+			}
+			sort.Strings(k)
+			return fmt.Errorf("unknown variable ${%s} (known here: %s)", m[1], strings.Join(k, ", "))
+		}
+	}
+	return nil
+}
+
+// SignalNumber parses a signal name as kill(1) takes it (KILL, SIGKILL).
+func SignalNumber(name string) (unix.Signal, error) {
+	n := strings.ToUpper(name)
+	if !strings.HasPrefix(n, "SIG") {
+		n = "SIG" + n
+	}
+	if s := unix.SignalNum(n); s != 0 {
+		return s, nil
+	}
+	return 0, fmt.Errorf("unknown signal %q (e.g. KILL, TERM, HUP, USR1)", name)
 }
 
 // checkCgroupsPath makes every cgroup a case asks for attributable to the
@@ -613,8 +988,8 @@ func (c *Check) validate(sandboxes map[string]bool) error {
 // hybrid hosts, stock runsc puts empty paths at the root): absolute paths
 // live below ${caseroot}; the first element of a relative path names the
 // run (${token} or ${id}). systemd "slice:prefix:name" paths are left to
-// the unit naming.
-func checkCgroupsPath(raw json.RawMessage) error {
+// the unit naming. A table case's sandbox takes ${input}, checked per input.
+func checkCgroupsPath(raw json.RawMessage, table bool) error {
 	if len(raw) == 0 {
 		return nil
 	}
@@ -627,11 +1002,18 @@ func checkCgroupsPath(raw json.RawMessage) error {
 		return nil
 	}
 	p := frag.Linux.CgroupsPath
+	if table && p == "${input}" {
+		return nil
+	}
+	return attributable(p)
+}
+
+func attributable(p string) error {
 	switch {
-	case p == "" || strings.Contains(p, ":") || strings.HasPrefix(p, "${caseroot}/"):
+	case p == "" || strings.Contains(p, ":") || strings.HasPrefix(p, "${caseroot}/") || strings.HasPrefix(p, "${caller}/"):
 		return nil
 	case strings.HasPrefix(p, "/"):
-		return fmt.Errorf("%q: an absolute path must start with ${caseroot}/ (the harness never writes outside its test root)", p)
+		return fmt.Errorf("%q: an absolute path must start with ${caseroot}/ or ${caller}/ (the harness never writes outside its test root)", p)
 	}
 	for _, e := range strings.Split(p, "/") {
 		if e == ".." || e == "." || e == "" {
@@ -645,11 +1027,34 @@ func checkCgroupsPath(raw json.RawMessage) error {
 	return fmt.Errorf("%q: the first element of a relative path must contain ${token} or ${id}, so that the harness can find it even at a hierarchy root (e.g. \"actors-${token}/a1\")", p)
 }
 
+// checkInputPath holds a table input to the same rule once lexically
+// cleaned ("${token}-a/../b" is "b"), except where the host may be changed
+// at will (throwaway): an input whose clean form climbs (".." left) or that
+// the rule refuses ("/", ".") may reach the real root of a hierarchy (runc
+// resolves relative paths from the unified root on hybrid hosts), which is
+// never done on a shared host.
+func checkInputPath(p string, requires []string) error {
+	if slices.Contains(requires, "throwaway") || p == "" {
+		return nil
+	}
+	clean := path.Clean(p)
+	if slices.Contains(strings.Split(clean, "/"), "..") {
+		return fmt.Errorf("%q climbs (%q once clean): it may reach the real root of a hierarchy; add requires: [throwaway]", p, clean)
+	}
+	if err := attributable(clean); err != nil {
+		return fmt.Errorf("once clean, %w; or, if it must be this path, add requires: [throwaway]", err)
+	}
+	return nil
+}
+
 func validCgroupRef(s string) bool {
 	if s == "caller" || s == "parent" {
 		return true
 	}
 	rest, ok := strings.CutPrefix(s, "caller/")
+	if !ok {
+		rest, ok = strings.CutPrefix(s, "parent/")
+	}
 	return ok && rest != "" && !strings.Contains("/"+rest+"/", "/../")
 }
 
@@ -708,37 +1113,82 @@ func (c *Case) Sandbox(name string) *Sandbox {
 }
 
 // Applies reports whether w admits mode and context.
-func (w *When) Applies(mode, context string) bool {
+func (w *When) Applies(m mode.Cgroup, context string) bool {
 	if w == nil {
 		return true
 	}
-	if len(w.Modes) > 0 && !contains(w.Modes, mode) {
+	if len(w.Modes) > 0 && !slices.Contains(w.Modes, m) {
 		return false
 	}
-	if len(w.Contexts) > 0 && !contains(w.Contexts, context) {
+	if len(w.Contexts) > 0 && !slices.Contains(w.Contexts, context) {
 		return false
 	}
 	return true
 }
 
 // AppliesTo reports whether d is declared for runtime in mode and context.
-func (d *Divergence) AppliesTo(runtime, mode, context string) bool {
+func (d *Divergence) AppliesTo(runtime string, m mode.Cgroup, context string) bool {
 	return d.Runtime == runtime &&
-		(len(d.Modes) == 0 || contains(d.Modes, mode)) &&
-		(len(d.Contexts) == 0 || contains(d.Contexts, context))
+		(len(d.Modes) == 0 || slices.Contains(d.Modes, m)) &&
+		(len(d.Contexts) == 0 || slices.Contains(d.Contexts, context))
 }
 
 // Covers reports whether d covers a failure of step on runtime in mode and
 // context.
-func (d *Divergence) Covers(runtime, mode, context, step string) bool {
-	return d.AppliesTo(runtime, mode, context) && (len(d.Steps) == 0 || contains(d.Steps, step))
+func (d *Divergence) Covers(runtime string, m mode.Cgroup, context, step string) bool {
+	return d.AppliesTo(runtime, m, context) && (len(d.Steps) == 0 || slices.Contains(d.Steps, step))
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+var unknownFieldRE = regexp.MustCompile(`unknown field "([^"]+)"`)
+
+// fieldLines maps every field path of a YAML document ("steps[2].check",
+// "sandboxes[0].spec.linux") to the line it starts on.
+func fieldLines(b []byte) (map[string]int, error) {
+	var doc yamlv3.Node
+	if err := yamlv3.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("not YAML: %w", err)
+	}
+	out := map[string]int{}
+	var walk func(n *yamlv3.Node, path string)
+	walk = func(n *yamlv3.Node, path string) {
+		switch n.Kind {
+		case yamlv3.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yamlv3.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				p := n.Content[i].Value
+				if path != "" {
+					p = path + "." + p
+				}
+				out[p] = n.Content[i].Line
+				walk(n.Content[i+1], p)
+			}
+		case yamlv3.SequenceNode:
+			for i, c := range n.Content {
+				p := fmt.Sprintf("%s[%d]", path, i)
+				out[p] = c.Line
+				walk(c, p)
+			}
 		}
 	}
-	return false
+	walk(&doc, "")
+	return out, nil
+}
+
+// unknownField finds the first field path whose last element is name (the
+// decoder names an unknown field, not where it is).
+func unknownField(lines map[string]int, name string) string {
+	best, bestLine := "", 0
+	for p, n := range lines {
+		last := p
+		if i := strings.LastIndexAny(p, ".]"); i >= 0 {
+			last = p[i+1:]
+		}
+		if last == name && (best == "" || n < bestLine) {
+			best, bestLine = p, n
+		}
+	}
+	return best
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 )
 
 const good = `
@@ -46,7 +47,7 @@ func TestParseGood(t *testing.T) {
 	if diff := cmp.Diff([]string{"host", "container"}, c.CaseContexts()); diff != "" {
 		t.Errorf("contexts (-want +got):\n%s", diff)
 	}
-	if !c.Divergences[0].Covers("runsc-stock", "hybrid", "host", "placed") || c.Divergences[0].Covers("runsc-stock", "hybrid", "host", "3-delete-force") {
+	if !c.Divergences[0].Covers("runsc-stock", mode.Hybrid, "host", "placed") || c.Divergences[0].Covers("runsc-stock", mode.Hybrid, "host", "3-delete-force") {
 		t.Errorf("divergence coverage wrong: %+v", c.Divergences[0])
 	}
 	if got := c.Sandbox("b").RootName(); got != "r2" {
@@ -55,16 +56,18 @@ func TestParseGood(t *testing.T) {
 }
 
 func TestDivergenceCovers(t *testing.T) {
-	d := Divergence{Runtime: "runc", Reason: "r", Steps: []string{"placed"}, Modes: []string{"cgroup-v2"}, Contexts: []string{"kubepods-delegated"}}
+	d := Divergence{Runtime: "runc", Reason: "r", Steps: []string{"placed"}, Modes: []mode.Cgroup{mode.V2}, Contexts: []string{"kubepods-delegated"}}
 	for _, tc := range []struct {
-		runtime, mode, context, step string
-		want                         bool
+		runtime       string
+		mode          mode.Cgroup
+		context, step string
+		want          bool
 	}{
-		{"runc", "cgroup-v2", "kubepods-delegated", "placed", true},
-		{"runc", "cgroup-v2", "host", "placed", false}, // held to the case outside its contexts
-		{"runc", "hybrid", "kubepods-delegated", "placed", false},
-		{"runc", "cgroup-v2", "kubepods-delegated", "delete", false},
-		{"crun", "cgroup-v2", "kubepods-delegated", "placed", false},
+		{"runc", mode.V2, "kubepods-delegated", "placed", true},
+		{"runc", mode.V2, "host", "placed", false}, // held to the case outside its contexts
+		{"runc", mode.Hybrid, "kubepods-delegated", "placed", false},
+		{"runc", mode.V2, "kubepods-delegated", "delete", false},
+		{"crun", mode.V2, "kubepods-delegated", "placed", false},
 	} {
 		if got := d.Covers(tc.runtime, tc.mode, tc.context, tc.step); got != tc.want {
 			t.Errorf("Covers(%s, %s, %s, %s) = %v, want %v", tc.runtime, tc.mode, tc.context, tc.step, got, tc.want)
@@ -90,6 +93,7 @@ func TestParseBad(t *testing.T) {
 		{"divergence without reason", "reason: because|reason: \"\"", "divergences[0].reason: missing"},
 		{"divergence unknown step", "steps: [placed]|steps: [nope]", `divergences[0].steps[0]: no step with id "nope"`},
 		{"bad duration", "within: 1.5s|within: soon", "time: invalid duration"},
+		{"unknown field has a line", "sandboxes:|sandbxes:", `:7: decoding case: error unmarshaling JSON: while decoding JSON: json: unknown field "sandbxes"`},
 		{"bad option", "options: [nested-cgroups]|options: [turbo]", "sandboxes[0].options[0]: unknown option"},
 		{"two assertions", "check: {placement:|check: {nothingLeft: true, placement:", "steps[1].check: set exactly one assertion"},
 		{"relative path without token", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "x/y"`, "sandboxes[0].spec.linux.cgroupsPath: \"x/y\": the first element"},
@@ -98,6 +102,23 @@ func TestParseBad(t *testing.T) {
 		{"threaded caller needs v2", "contexts: [host, container]|contexts: [host, container]\ncallerType: threaded", "add cgroup-v2 to requires"},
 		{"read-only mount outside a pod", "contexts: [host, container]|contexts: [host, container]\ncallerMount: read-only", "only the kubepods-delegated context"},
 		{"missing purpose", "purpose: proves something|purpose: \"\"", "purpose: missing"},
+		{"bogus signal", "{do: run, sandbox: a}|{do: kill, sandbox: a, signal: BOGUS}", `:16: steps[0].signal: unknown signal "BOGUS"`},
+		{"signal on delete", "{do: delete-force, sandbox: a, expect|{do: delete-force, sandbox: a, signal: TERM, expect", "steps[2].signal: only kill takes a signal"},
+		{"variable typo in spec", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "x-${tokn}/${id}"`, ":12: sandboxes[0].spec: unknown variable ${tokn}"},
+		{"variable typo in check", "path: x}|path: \"${caseroot}/${calller}\"}", "steps[1].check.placement.path: unknown variable ${calller}"},
+		{"input variable outside a table", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "x-${token}/${input}"`, "unknown variable ${input}"},
+		{"two host modes", "requires: [root, v1-controllers]|requires: [root, cgroup-v1, cgroup-v2]", "requires[2]: a second host mode"},
+		{"mode of the matrix", "when: {modes: [hybrid]}|when: {modes: [v2]}", `:17: steps[1].when.modes[0]: unknown cgroup mode "v2"`},
+		{"seconds are gone", "{do: run, sandbox: a}|{do: sleep, seconds: 3}", `unknown field "seconds"`},
+		{"sleep without duration", "{do: run, sandbox: a}|{do: sleep}", "steps[0].duration: sleep and burn need a positive duration"},
+		{"kill with expect", "{do: run, sandbox: a}|{do: create, sandbox: a, kill: {after: 1s}, expect: {fail: true}}", "steps[0].expect: a killed command has no exit status"},
+		{"kill a run", "{do: run, sandbox: a}|{do: run, sandbox: a, kill: {after: 1s}}", "steps[0].kill: only create and start can be killed"},
+		{"table with steps", "contexts: [host, container]|contexts: [host, container]\ninputs:\n  - {name: dot, path: \"x-${token}\", expect: refused}", "steps: a table case (inputs) runs the table protocol"},
+		{"kill window backwards", "{do: run, sandbox: a}|{do: create, sandbox: a, kill: {min: 2s, max: 1s}}", "steps[0].kill: set after, or min < max"},
+		{"join an unknown process", "{do: run, sandbox: a}|{do: join, sandbox: a, process: ghost}", `steps[0].process: "ghost" is not a process of the case's setup`},
+		{"setup outside the case", "contexts: [host, container]|contexts: [host, container]\nsetup:\n  - {do: mkdir, cgroup: /sys}", `setup[0].cgroup: "/sys" must be caller, parent`},
+		{"setup chown without owner", "contexts: [host, container]|contexts: [host, container]\nsetup:\n  - {do: chown, cgroup: caller/x}", "setup[0].owner: chown needs owner"},
+		{"setup bad owner", "contexts: [host, container]|contexts: [host, container]\nsetup:\n  - {do: chown, cgroup: caller/x, owner: nobody}", `setup[0].owner: "nobody" must be uid:gid`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := good
@@ -123,15 +144,43 @@ func TestParseBad(t *testing.T) {
 	}
 }
 
-func TestLoadFileNamesFile(t *testing.T) {
+func TestLoadFileNamesFileAndLine(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "broken.yaml")
 	if err := os.WriteFile(p, []byte(strings.Replace(good, "do: run", "do: jump", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := LoadDir(dir)
-	if err == nil || !strings.Contains(err.Error(), p+": steps[0].do") {
-		t.Fatalf("LoadDir error = %v, want file and field", err)
+	if err == nil || !strings.Contains(err.Error(), p+":16: steps[0].do") {
+		t.Fatalf("LoadDir error = %v, want file:line and field", err)
+	}
+}
+
+// Validate only looks: a case validated twice is the case it was.
+func TestValidateDoesNotMutate(t *testing.T) {
+	c, err := Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Steps[0].ID = ""
+	before := *c
+	before.Steps = append([]Step(nil), c.Steps...)
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, *c, cmp.AllowUnexported(Case{})); diff != "" {
+		t.Errorf("Validate changed the case (-before +after):\n%s", diff)
+	}
+}
+
+func TestSignalNumber(t *testing.T) {
+	for _, ok := range []string{"KILL", "SIGKILL", "term", "USR1"} {
+		if _, err := SignalNumber(ok); err != nil {
+			t.Errorf("SignalNumber(%q): %v", ok, err)
+		}
+	}
+	if _, err := SignalNumber("BOGUS"); err == nil {
+		t.Error("SignalNumber(BOGUS) accepted")
 	}
 }
 
@@ -147,15 +196,19 @@ func TestLoadDirDuplicateName(t *testing.T) {
 	}
 }
 
-// The shipped cases must all load.
+// The shipped cases must all load, and each is found by its name: the file
+// of case x is cases/x.yaml (what cgconform -run x and a report name).
 func TestRepositoryCases(t *testing.T) {
 	cases, err := LoadDir("../../cases")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(cases) == 0 {
+		t.Fatal("no cases in ../../cases")
+	}
 	for _, c := range cases {
-		if c.Source == "" || c.Purpose == "" {
-			t.Errorf("%s: missing source or purpose", c.File)
+		if want := c.Name + ".yaml"; filepath.Base(c.File) != want {
+			t.Errorf("%s holds case %q: name the file %s", c.File, c.Name, want)
 		}
 	}
 }
@@ -163,15 +216,16 @@ func TestRepositoryCases(t *testing.T) {
 func TestWhen(t *testing.T) {
 	var nilWhen *When
 	for _, tc := range []struct {
-		name     string
-		w        *When
-		mode, cx string
-		want     bool
+		name string
+		w    *When
+		mode mode.Cgroup
+		cx   string
+		want bool
 	}{
-		{"nil", nilWhen, "hybrid", "host", true},
-		{"mode match", &When{Modes: []string{"hybrid"}}, "hybrid", "host", true},
-		{"mode miss", &When{Modes: []string{"cgroup-v2"}}, "hybrid", "host", false},
-		{"context miss", &When{Contexts: []string{"container"}}, "hybrid", "host", false},
+		{"nil", nilWhen, mode.Hybrid, "host", true},
+		{"mode match", &When{Modes: []mode.Cgroup{mode.Hybrid}}, mode.Hybrid, "host", true},
+		{"mode miss", &When{Modes: []mode.Cgroup{mode.V2}}, mode.Hybrid, "host", false},
+		{"context miss", &When{Contexts: []string{"container"}}, mode.Hybrid, "host", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.w.Applies(tc.mode, tc.cx); got != tc.want {

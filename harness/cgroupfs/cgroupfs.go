@@ -1,9 +1,13 @@
 // Package cgroupfs reads the host's cgroup layout and manages the harness's
 // own test cgroups.
 //
-// Safety rule: this package only ever creates, writes into or removes
-// cgroups below a root it was given (the harness's test root). Reading the
-// rest of the hierarchy is allowed, to find what a runtime left behind.
+// Two layers. A Tree's methods (Mkdir, Join, Chown, ...) only ever create,
+// write into or remove cgroups below the Tree's root (the harness's test
+// root): they refuse any other path. The plain functions (RemoveTree,
+// EnableControllers, WritePid, CopyCpuset, ...) act on whatever directory
+// they are given; their callers bound them (the runner passes only paths
+// below its test root, or named with its run token). Reading the rest of
+// the hierarchy is allowed, to find what a runtime left behind.
 package cgroupfs
 
 import (
@@ -20,14 +24,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"golang.org/x/sys/unix"
-)
-
-// Host modes.
-const (
-	ModeV1     = "cgroup-v1"
-	ModeHybrid = "hybrid"
-	ModeV2     = "cgroup-v2"
 )
 
 // Hierarchy is one mounted cgroup hierarchy.
@@ -72,7 +71,7 @@ func (h Hierarchy) Dir(rel string) string {
 
 // Host is the cgroup layout of the machine as the harness sees it.
 type Host struct {
-	Mode        string      `json:"mode"`
+	Mode        mode.Cgroup `json:"mode"`
 	Hierarchies []Hierarchy `json:"hierarchies"`
 	// Self maps hierarchy keys to the harness's own cgroup.
 	Self map[string]string `json:"self"`
@@ -120,7 +119,7 @@ func Mounted() ([]Hierarchy, error) {
 }
 
 // ModeFor classifies a set of hierarchies.
-func ModeFor(hs []Hierarchy) string {
+func ModeFor(hs []Hierarchy) mode.Cgroup {
 	v1, v2 := false, false
 	for _, h := range hs {
 		if h.V2 {
@@ -131,46 +130,34 @@ func ModeFor(hs []Hierarchy) string {
 	}
 	switch {
 	case v1 && v2:
-		return ModeHybrid
+		return mode.Hybrid
 	case v2:
-		return ModeV2
+		return mode.V2
 	default:
-		return ModeV1
+		return mode.V1
 	}
 }
 
 // ParseMountinfo returns the cgroup hierarchies mounted at their root, one
 // per hierarchy (the first mount under /sys/fs/cgroup wins).
 func ParseMountinfo(r io.Reader) ([]Hierarchy, error) {
+	mounts, err := mountinfo.GetMountsFromReader(r, mountinfo.FSTypeFilter("cgroup", "cgroup2"))
+	if err != nil {
+		return nil, fmt.Errorf("reading mountinfo: %w", err)
+	}
 	var out []Hierarchy
 	seen := map[string]int{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		// id parent maj:min root mountpoint opts [optional...] - fstype source superopts
-		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, f := range fields {
-			if f == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 6 || len(fields) < sep+4 {
-			continue
-		}
-		fstype, super := fields[sep+1], fields[sep+3]
-		root, mnt := fields[3], Unescape(fields[4])
-		if root != "/" {
+	for _, m := range mounts {
+		if m.Root != "/" {
 			continue
 		}
 		var h Hierarchy
-		switch fstype {
+		switch m.FSType {
 		case "cgroup2":
-			h = Hierarchy{Key: "", Mount: mnt, V2: true}
+			h = Hierarchy{Key: "", Mount: m.Mountpoint, V2: true}
 		case "cgroup":
 			var ctrls []string
-			for _, o := range strings.Split(super, ",") {
+			for _, o := range strings.Split(m.VFSOptions, ",") {
 				switch {
 				case o == "rw" || o == "ro" || o == "clone_children" || o == "noprefix" || o == "xattr" || o == "cpuset_v2_mode" || o == "favordynmods":
 				case strings.HasPrefix(o, "release_agent="):
@@ -181,12 +168,10 @@ func ParseMountinfo(r io.Reader) ([]Hierarchy, error) {
 			if len(ctrls) == 0 {
 				continue
 			}
-			h = Hierarchy{Key: normKey(strings.Join(ctrls, ",")), Mount: mnt}
-		default:
-			continue
+			h = Hierarchy{Key: normKey(strings.Join(ctrls, ",")), Mount: m.Mountpoint}
 		}
 		if i, ok := seen[h.Key]; ok {
-			if !strings.HasPrefix(out[i].Mount, "/sys/fs/cgroup") && strings.HasPrefix(mnt, "/sys/fs/cgroup") {
+			if !strings.HasPrefix(out[i].Mount, "/sys/fs/cgroup") && strings.HasPrefix(h.Mount, "/sys/fs/cgroup") {
 				out[i] = h
 			}
 			continue
@@ -195,27 +180,7 @@ func ParseMountinfo(r io.Reader) ([]Hierarchy, error) {
 		out = append(out, h)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
-	return out, sc.Err()
-}
-
-// Unescape undoes the octal escapes of a mountinfo field (\040 for a
-// space, \011 for a tab, \012 for a newline, \134 for a backslash).
-func Unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out, nil
 }
 
 func normKey(k string) string {
@@ -265,7 +230,7 @@ func readProcCgroup(pid string) (map[string]string, error) {
 func (h *Host) Managed() []Hierarchy {
 	var out []Hierarchy
 	for _, x := range h.Hierarchies {
-		if h.Mode == ModeV2 && x.V2 || h.Mode != ModeV2 && len(x.Controllers()) > 0 {
+		if h.Mode == mode.V2 && x.V2 || h.Mode != mode.V2 && len(x.Controllers()) > 0 {
 			out = append(out, x)
 		}
 	}
@@ -280,7 +245,7 @@ func (h *Host) ForFile(name string) (Hierarchy, error) {
 	if len(m) == 0 {
 		return Hierarchy{}, fmt.Errorf("no managed hierarchy")
 	}
-	if h.Mode == ModeV2 {
+	if h.Mode == mode.V2 {
 		return m[0], nil
 	}
 	prefix, _, _ := strings.Cut(name, ".")
@@ -326,6 +291,17 @@ func (t *Tree) Mkdir(rel string) error {
 	return nil
 }
 
+// MkdirIn is Mkdir in one hierarchy.
+func (t *Tree) MkdirIn(h Hierarchy, rel string) error {
+	if err := t.inside(rel); err != nil {
+		return err
+	}
+	if err := t.mkdirIn(h, path.Clean("/"+rel)); err != nil {
+		return fmt.Errorf("creating %s in %s: %w", rel, h.Name(), err)
+	}
+	return nil
+}
+
 func (t *Tree) mkdirIn(h Hierarchy, rel string) error {
 	if rel != t.Root {
 		if err := t.mkdirIn(h, path.Dir(rel)); err != nil {
@@ -336,7 +312,7 @@ func (t *Tree) mkdirIn(h Hierarchy, rel string) error {
 	parent := filepath.Dir(dir)
 	// The hierarchy root's subtree_control belongs to the host: only the
 	// test root and below are ours to change.
-	if h.V2 && t.Host.Mode == ModeV2 && rel != t.Root {
+	if h.V2 && t.Host.Mode == mode.V2 && rel != t.Root {
 		EnableControllers(parent)
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -392,7 +368,7 @@ func EnableControllers(dir string) []string {
 // controllers it lacks. This changes the host; the CLI does it only when
 // asked (-enable-root-controllers), e.g. in a throwaway VM.
 func (h *Host) EnableRootControllers() error {
-	if h.Mode != ModeV2 {
+	if h.Mode != mode.V2 {
 		return nil
 	}
 	for _, x := range h.Hierarchies {
@@ -401,6 +377,51 @@ func (h *Host) EnableRootControllers() error {
 		}
 	}
 	return nil
+}
+
+// Create makes the tree's root in every hierarchy. The root must not exist
+// yet in any of them: a tree someone else made is never ours to touch. On
+// error, what it made is removed again.
+func (t *Tree) Create() error {
+	for _, h := range t.Host.Hierarchies {
+		if _, err := os.Stat(h.Dir(t.Root)); err == nil {
+			return fmt.Errorf("%s exists already (a leftover of an earlier run? remove it by hand once its processes are gone)", h.Dir(t.Root))
+		}
+	}
+	if err := t.Mkdir(t.Root); err != nil {
+		t.Remove(time.Second)
+		return err
+	}
+	return nil
+}
+
+// Procs lists the PIDs anywhere in the tree, in any hierarchy.
+func (t *Tree) Procs() []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, h := range t.Host.Hierarchies {
+		for _, d := range Dirs(h, t.Root) {
+			pids, _ := Procs(h, d)
+			for _, p := range pids {
+				if !seen[p] {
+					seen[p] = true
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// Remove removes the whole tree in every hierarchy, deepest first, waiting
+// up to wait for each busy directory; it returns what it could not remove.
+func (t *Tree) Remove(wait time.Duration) []string {
+	var left []string
+	for _, h := range t.Host.Hierarchies {
+		left = append(left, RemoveTree(h.Dir(t.Root), wait)...)
+	}
+	return left
 }
 
 // Join moves pid into rel in every hierarchy.
@@ -518,7 +539,7 @@ func RemoveTree(abs string, wait time.Duration) []string {
 // Usage returns the CPU time charged to rel and its descendants:
 // cpuacct.usage on v1, cpu.stat usage_usec on v2.
 func (h *Host) Usage(rel string) (time.Duration, error) {
-	if h.Mode == ModeV2 {
+	if h.Mode == mode.V2 {
 		for _, x := range h.Hierarchies {
 			if !x.V2 {
 				continue

@@ -1,6 +1,7 @@
 package cgroupfs
 
 import (
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,7 @@ func TestParseMountinfo(t *testing.T) {
 		name     string
 		in       string
 		want     []Hierarchy
-		wantMode string
+		wantMode mode.Cgroup
 	}{
 		{
 			name: "hybrid, bind mount of a subtree ignored",
@@ -37,25 +38,25 @@ func TestParseMountinfo(t *testing.T) {
 				{Key: "name=systemd", Mount: "/sys/fs/cgroup/systemd"},
 				{Key: "", Mount: "/sys/fs/cgroup/unified", V2: true},
 			},
-			wantMode: ModeHybrid,
+			wantMode: mode.Hybrid,
 		},
 		{
 			name:     "pure v2",
 			in:       "30 24 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n",
 			want:     []Hierarchy{{Key: "", Mount: "/sys/fs/cgroup", V2: true}},
-			wantMode: ModeV2,
+			wantMode: mode.V2,
 		},
 		{
 			name:     "v1 with co-mounted cpu,cpuacct in kernel order",
 			in:       "31 30 0:27 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpuacct,cpu\n",
 			want:     []Hierarchy{{Key: "cpu,cpuacct", Mount: "/sys/fs/cgroup/cpu,cpuacct"}},
-			wantMode: ModeV1,
+			wantMode: mode.V1,
 		},
 		{
 			name:     "escaped mount point",
 			in:       `31 30 0:27 / /tmp/a\040b rw - cgroup cgroup rw,pids` + "\n",
 			want:     []Hierarchy{{Key: "pids", Mount: "/tmp/a b"}},
-			wantMode: ModeV1,
+			wantMode: mode.V1,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,7 +91,7 @@ func TestParseProcCgroup(t *testing.T) {
 
 func TestManagedAndForFile(t *testing.T) {
 	hs, _ := ParseMountinfo(strings.NewReader(hybridMountinfo))
-	h := &Host{Mode: ModeHybrid, Hierarchies: hs}
+	h := &Host{Mode: mode.Hybrid, Hierarchies: hs}
 	var names []string
 	for _, x := range h.Managed() {
 		names = append(names, x.Name())
@@ -111,7 +112,7 @@ func TestManagedAndForFile(t *testing.T) {
 func TestTreeOnFakeHierarchy(t *testing.T) {
 	mnt := t.TempDir()
 	h := Hierarchy{Key: "memory", Mount: mnt}
-	tree := &Tree{Host: &Host{Mode: ModeV1, Hierarchies: []Hierarchy{h}}, Root: "/cgconform-T"}
+	tree := &Tree{Host: &Host{Mode: mode.V1, Hierarchies: []Hierarchy{h}}, Root: "/cgconform-T"}
 	if err := tree.Mkdir("/cgconform-T/001/host"); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestMkdirCopiesCpuset(t *testing.T) {
 		}
 	}
 	h := Hierarchy{Key: "cpuset", Mount: mnt}
-	tree := &Tree{Host: &Host{Mode: ModeV1, Hierarchies: []Hierarchy{h}}, Root: "/r"}
+	tree := &Tree{Host: &Host{Mode: mode.V1, Hierarchies: []Hierarchy{h}}, Root: "/r"}
 	if err := tree.Mkdir("/r/a"); err != nil {
 		t.Fatal(err)
 	}
@@ -168,28 +169,6 @@ func TestIsUnder(t *testing.T) {
 	} {
 		if got := IsUnder(tc.p, tc.dir); got != tc.want {
 			t.Errorf("IsUnder(%q, %q) = %v", tc.p, tc.dir, got)
-		}
-	}
-}
-
-func TestUnescape(t *testing.T) {
-	for in, want := range map[string]string{
-		`/plain`:              "/plain",
-		`/a\040b`:             "/a b",
-		`/tab\011nl\012`:      "/tab\tnl\n",
-		`/back\134slash`:      `/back\slash`,
-		`/not\09escape`:       `/not\09escape`,
-		`/short\04`:           `/short\04`,
-		`/two\040\040spaces`:  "/two  spaces",
-		`/trailing\`:          `/trailing\`,
-		`/high\377byte`:       "/high\xffbyte",
-		`/overflow\400stays`:  `/overflow\400stays`,
-		`/digits\0401after`:   "/digits 1after",
-		`\040leading`:         " leading",
-		`/mixed\040a\011b\\c`: "/mixed a\tb\\\\c",
-	} {
-		if got := Unescape(in); got != want {
-			t.Errorf("Unescape(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -237,6 +237,9 @@ func Evaluate(e Expect, c Command) []string {
 	return out
 }
 
+// LastLines is lastLines for the runner's own messages.
+func LastLines(s string, n int) string { return lastLines(s, n) }
+
 // lastLines shortens command output for a message: the first line (where
 // flag parsers and most runtimes put the error) and the last n-1.
 func lastLines(s string, n int) string {

@@ -3,6 +3,7 @@
 package ocispec
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -85,7 +86,9 @@ func Merge(base *specs.Spec, fragment json.RawMessage, vars map[string]string) (
 		return nil, err
 	}
 	var s specs.Spec
-	if err := json.Unmarshal(out, &s); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("merged spec does not decode as runtime-spec: %w", err)
 	}
 	return &s, nil

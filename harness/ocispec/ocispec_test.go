@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -105,5 +106,12 @@ func TestBuildRootfsAndBundle(t *testing.T) {
 	}
 	if err := BuildRootfs(filepath.Join(dir, "r2"), filepath.Join(dir, "missing")); err == nil {
 		t.Error("BuildRootfs with a missing busybox succeeded")
+	}
+}
+
+func TestMergeRefusesUnknownFields(t *testing.T) {
+	_, err := Merge(Base("/r"), json.RawMessage(`{"linux": {"cgroupPath": "typo"}}`), nil)
+	if err == nil || !strings.Contains(err.Error(), `unknown field "cgroupPath"`) {
+		t.Errorf("Merge = %v, want an unknown-field error", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 // Errored is an outcome only junit.xml knows: the test gave no result at
 // all (a matrix mode whose VM sent no report, a record without outcome).
-const Errored = "error"
+const Errored Outcome = "error"
 
 // JUnitSuite is one <testsuite> of a junit.xml. cgconform writes one per
 // runtime on its host, the VM matrix one per host mode.
@@ -27,7 +27,7 @@ type JUnitTest struct {
 	Name      string
 	Classname string
 	Seconds   float64
-	Outcome   string
+	Outcome   Outcome
 	// Message is the one-line message: what failed, why the test was
 	// skipped, or the reason the case gives for a divergence.
 	Message string

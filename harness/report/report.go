@@ -1,76 +1,87 @@
-// Package report defines cgconform's machine-readable result and writes it
-// as report.json, junit.xml and report.md.
+// Package report is the one schema of cgconform's results: what the harness
+// writes (report.json), the progress lines it prints, and the matrix report
+// that merges one harness report per host of the QEMU matrix. The harness
+// writes these types; the matrix (ci/matrixreport) and the benchmarks
+// (bench) read them back with Read and ReadMatrix, never with a decoder of
+// their own.
 //
-// Schema (report.json, Schema == "cgconform/report/v1"; fields are only
-// ever added, never renamed, within v1):
+// report.json (Schema == "cgconform/report/v2"):
 //
 //	{
-//	  "schema": "cgconform/report/v1",
+//	  "schema": "cgconform/report/v2",
 //	  "runId": token in the test root's name and every container ID,
 //	  "started": RFC 3339, "finished": RFC 3339,
-//	  "host": {"mode": "cgroup-v1"|"hybrid"|"cgroup-v2", "label": -mode override or "",
+//	  "host": {"cgroupMode": "cgroup-v1"|"hybrid"|"cgroup-v2",
+//	           "matrixHost": "v1"|"hybrid"|"v2"|"systemd-v2"|"systemd-v1" or absent,
 //	           "kernel", "uid", "hostname", "systemdPID1", "cgroupNS",
 //	           "hierarchies": [{"key","mount","v2"}], "notes": [...]},
 //	  "runtimes": [{"name","path","kind":"runsc"|"runc"|"crun","version","skip"}],
 //	  "results": [{
-//	     "case", "context", "runtime",   // one record per case x context x runtime on this host
-//	     "mode": the -mode label (e.g. "systemd-v2") or else the detected mode,
-//	     "hostMode": the detected mode ("cgroup-v1"|"hybrid"|"cgroup-v2"),
+//	     "case", "context", "runtime",   // one result per case x context x runtime on this host
+//	     "cgroupMode": the layout the harness detected (mode.Cgroup),
+//	     "matrixHost": the matrix host it ran on (mode.Host), absent outside the matrix,
 //	     "file", "source", "purpose",
 //	     "outcome": "pass"|"fail"|"expected-divergence"|"skip",
 //	     "reason": why skipped / the declared divergence reason,
-//	     "failures": [{"step","message","diff"}],   // diff: go-cmp (-want +got)
+//	     "failures": [{"step","message","diff","expected"}],   // diff: go-cmp (-want +got)
 //	     "durationMs",
+//	     "trials": {"trials","killed","failed","leaked","leakedItems","maxDeleteMs"} for a case with trials,
+//	     "inputs": [{"input","category","exit","evidence"}] for a table case,
 //	     "steps": [{"id","do","sandbox","command","exit","output","durationMs",
 //	                "error","added","removed","processes":[{"pid","role","cgroups"}],"skipped"}],
-//	     "leaks": ["<hierarchy>:<cgroup>" or "pid N (comm)" or "state ..."],
-//	     "treeBefore", "treeAfter": ["<hierarchy>:<cgroup>", ...]   // below the case's root
+//	     "leaks": ["<hierarchy>:<cgroup>" or "pid N (comm)" or "mount ..."],
+//	     "treeBefore", "treeAfter": ["<hierarchy>:<cgroup>", ...]   // below the test root
 //	  }],
 //	  "summary": {"pass": n, "fail": n, "expected-divergence": n, "skip": n}
 //	}
-//
-// The VM matrix merges one report.json per host mode; "mode" in every
-// result says where it ran.
 package report
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
+	"os"
 	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 )
 
-// Schema is the current schema identifier.
-const Schema = "cgconform/report/v1"
+// Schema is the current schema identifier of report.json.
+const Schema = "cgconform/report/v2"
+
+// Outcome is how one case x context x runtime ended.
+type Outcome string
 
 // Outcomes.
 const (
-	Pass       = "pass"
-	Fail       = "fail"
-	Divergence = "expected-divergence"
-	Skip       = "skip"
+	Pass       Outcome = "pass"
+	Fail       Outcome = "fail"
+	Divergence Outcome = "expected-divergence"
+	Skip       Outcome = "skip"
 )
+
+// Outcomes lists every outcome a result can have.
+var Outcomes = []Outcome{Pass, Fail, Divergence, Skip}
 
 // Report is the whole run.
 type Report struct {
 	Schema string `json:"schema"`
 	// RunID names everything the run created: the test root
 	// /cgconform-<RunID> and the prefix of every container ID.
-	RunID    string         `json:"runId,omitempty"`
-	Started  time.Time      `json:"started"`
-	Finished time.Time      `json:"finished"`
-	Host     Host           `json:"host"`
-	Runtimes []Runtime      `json:"runtimes"`
-	Results  []Result       `json:"results"`
-	Summary  map[string]int `json:"summary"`
+	RunID    string          `json:"runId,omitempty"`
+	Started  time.Time       `json:"started"`
+	Finished time.Time       `json:"finished"`
+	Host     Host            `json:"host"`
+	Runtimes []Runtime       `json:"runtimes"`
+	Results  []Result        `json:"results"`
+	Summary  map[Outcome]int `json:"summary"`
 }
 
 // Host describes the machine the run happened on.
 type Host struct {
-	Mode        string      `json:"mode"`
-	Label       string      `json:"label,omitempty"`
+	CgroupMode mode.Cgroup `json:"cgroupMode"`
+	// MatrixHost is the matrix host this machine is (-mode), if any.
+	MatrixHost  mode.Host   `json:"matrixHost,omitempty"`
 	Kernel      string      `json:"kernel"`
 	UID         int         `json:"uid"`
 	Hostname    string      `json:"hostname"`
@@ -87,7 +98,7 @@ type Hierarchy struct {
 	V2    bool   `json:"v2,omitempty"`
 }
 
-// Runtime is one runtime under test.
+// Runtime is one runtime as the report records it.
 type Runtime struct {
 	Name    string `json:"name"`
 	Path    string `json:"path"`
@@ -97,24 +108,86 @@ type Runtime struct {
 	Skip string `json:"skip,omitempty"`
 }
 
-// Result is one case x context x runtime on this host.
+// Result is one case x context x runtime on one host.
 type Result struct {
-	Case       string    `json:"case"`
-	Context    string    `json:"context"`
-	Runtime    string    `json:"runtime"`
-	Mode       string    `json:"mode"`
-	HostMode   string    `json:"hostMode"`
-	File       string    `json:"file"`
-	Source     string    `json:"source"`
-	Purpose    string    `json:"purpose"`
-	Outcome    string    `json:"outcome"`
-	Reason     string    `json:"reason,omitempty"`
-	Failures   []Failure `json:"failures,omitempty"`
-	DurationMS int64     `json:"durationMs"`
-	Steps      []Step    `json:"steps,omitempty"`
-	Leaks      []string  `json:"leaks,omitempty"`
-	TreeBefore []string  `json:"treeBefore,omitempty"`
-	TreeAfter  []string  `json:"treeAfter,omitempty"`
+	Case       string      `json:"case"`
+	Context    string      `json:"context"`
+	Runtime    string      `json:"runtime"`
+	CgroupMode mode.Cgroup `json:"cgroupMode"`
+	MatrixHost mode.Host   `json:"matrixHost,omitempty"`
+	File       string      `json:"file,omitempty"`
+	Source     string      `json:"source,omitempty"`
+	Purpose    string      `json:"purpose,omitempty"`
+	Outcome    Outcome     `json:"outcome"`
+	Reason     string      `json:"reason,omitempty"`
+	Failures   []Failure   `json:"failures,omitempty"`
+	DurationMS int64       `json:"durationMs"`
+	Trials     *Trials     `json:"trials,omitempty"`
+	Inputs     []Input     `json:"inputs,omitempty"`
+	Steps      []Step      `json:"steps,omitempty"`
+	Leaks      []string    `json:"leaks,omitempty"`
+	TreeBefore []string    `json:"treeBefore,omitempty"`
+	TreeAfter  []string    `json:"treeAfter,omitempty"`
+}
+
+// Name is "case [context]", how -run, -skip and the tables name a result.
+func (r *Result) Name() string { return r.Case + " [" + r.Context + "]" }
+
+// Label is where the result ran: the matrix host, else the detected
+// layout.
+func (r *Result) Label() string {
+	if r.MatrixHost != "" {
+		return string(r.MatrixHost)
+	}
+	return string(r.CgroupMode)
+}
+
+// Brief is the result without its step records and trees: what the matrix
+// keeps of each host's report (the full one stays in that host's folder).
+func (r Result) Brief() Result {
+	r.Steps, r.TreeBefore, r.TreeAfter, r.File, r.Purpose = nil, nil, nil, "", ""
+	return r
+}
+
+// Trials sums up a case run several times with fresh IDs (trials: N).
+type Trials struct {
+	Trials int `json:"trials"`
+	// Killed counts trials in which a kill step really SIGKILLed its
+	// runtime command (it may have exited before its moment came).
+	Killed int `json:"killed"`
+	// Failed counts trials with an unmet expectation.
+	Failed int `json:"failed"`
+	// Leaked counts trials that left something behind (cgroup or
+	// process) after the final delete --force.
+	Leaked int `json:"leaked"`
+	// LeakedItems is the number of items all trials left.
+	LeakedItems int `json:"leakedItems"`
+	// MaxDeleteMS is the longest delete (or delete --force) of any trial.
+	MaxDeleteMS int64 `json:"maxDeleteMs"`
+}
+
+// Input categories of a table case.
+const (
+	// Works: exit 0, placed as the case expects, nothing left after delete.
+	Works = "works"
+	// Refused: non-zero exit and no cgroup directory created at any moment
+	// observed after the command, nothing left.
+	Refused = "refused"
+	// Neither: anything else (the evidence says what).
+	Neither = "neither"
+)
+
+// Input is what one input of a table case did.
+type Input struct {
+	Input    string `json:"input"`
+	Category string `json:"category"`
+	// Expected is the category the case expects ("" when it expects none
+	// for this runtime).
+	Expected string `json:"expected,omitempty"`
+	Exit     int    `json:"exit"`
+	// Evidence is the whole-tree diff and the command output.
+	Evidence []string `json:"evidence,omitempty"`
+	Skipped  string   `json:"skipped,omitempty"`
 }
 
 // Failure is one unmet expectation.
@@ -152,11 +225,18 @@ type Process struct {
 }
 
 // Summarize fills r.Summary.
-func (r *Report) Summarize() {
-	r.Summary = map[string]int{Pass: 0, Fail: 0, Divergence: 0, Skip: 0}
-	for _, x := range r.Results {
-		r.Summary[x.Outcome]++
+func (r *Report) Summarize() { r.Summary = Count(r.Results) }
+
+// Count counts results by outcome; every outcome has an entry.
+func Count(results []Result) map[Outcome]int {
+	m := map[Outcome]int{}
+	for _, o := range Outcomes {
+		m[o] = 0
 	}
+	for _, x := range results {
+		m[x.Outcome]++
+	}
+	return m
 }
 
 // OK reports whether nothing unexpected happened.
@@ -167,6 +247,17 @@ func (r *Report) OK() bool {
 		}
 	}
 	return true
+}
+
+// Ran reports whether any result ran (passed, failed or diverged): a run
+// of skips only proves nothing.
+func (r *Report) Ran() bool {
+	for _, x := range r.Results {
+		if x.Outcome != Skip {
+			return true
+		}
+	}
+	return false
 }
 
 // WriteAll writes report.json, junit.xml and report.md into dir.
@@ -185,187 +276,41 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// Read parses a report.json.
+// Read parses a report.json. Unknown fields are errors: a reader that
+// silently dropped a field would be a second schema.
 func Read(rd io.Reader) (*Report, error) {
-	var r Report
-	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+	return Decode(rd, "cgconform report", Schema, func(r *Report) string { return r.Schema })
+}
+
+// ReadFile is Read of the file at path.
+func ReadFile(path string) (*Report, error) { return ReadFileWith(path, Read) }
+
+// Decode reads one JSON document into a new T, refusing unknown fields,
+// and checks that its schema (got from it by schema) is want. It is the one
+// decoder of every report format: the harness's, the matrix's, cgbench's.
+func Decode[T any](rd io.Reader, what, want string, schema func(*T) string) (*T, error) {
+	var v T
+	dec := json.NewDecoder(rd)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("reading a %s: %w", what, err)
+	}
+	if got := schema(&v); got != want {
+		return nil, fmt.Errorf("%s schema %q, want %q (written by another version: run it again)", what, got, want)
+	}
+	return &v, nil
+}
+
+// ReadFileWith opens path and reads it with read, naming the file in errors.
+func ReadFileWith[T any](path string, read func(io.Reader) (*T, error)) (*T, error) {
+	f, err := os.Open(path)
+	if err != nil {
 		return nil, err
 	}
-	if r.Schema != Schema {
-		return nil, fmt.Errorf("report schema %q, want %q", r.Schema, Schema)
+	defer f.Close()
+	v, err := read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &r, nil
-}
-
-// WriteJUnit writes junit.xml with one suite per runtime and mode; JUnitTest
-// says how each outcome shows.
-func (r *Report) WriteJUnit(w io.Writer) error {
-	return WriteJUnit(w, r.junitSuites())
-}
-
-func (r *Report) junitSuites() []JUnitSuite {
-	var suites []JUnitSuite
-	index := map[string]int{}
-	for _, x := range r.Results {
-		name := x.Runtime + " (" + x.Mode + ")"
-		i, ok := index[name]
-		if !ok {
-			i = len(suites)
-			index[name] = i
-			suites = append(suites, JUnitSuite{Name: name})
-		}
-		t := JUnitTest{
-			Name:      x.Case + " [" + x.Context + "]",
-			Classname: "cgconform." + x.Runtime,
-			Seconds:   float64(x.DurationMS) / 1000,
-			Outcome:   x.Outcome,
-		}
-		switch x.Outcome {
-		case Fail:
-			t.Message, t.Detail = firstMessage(x), failureText(x)
-		case Skip:
-			t.Message = x.Reason
-		case Divergence:
-			t.Message, t.Detail = x.Reason, failureText(x)
-		}
-		suites[i].Tests = append(suites[i].Tests, t)
-	}
-	return suites
-}
-
-func firstMessage(x Result) string {
-	for _, f := range x.Failures {
-		if !f.Expected {
-			return f.Step + ": " + f.Message
-		}
-	}
-	if len(x.Failures) > 0 {
-		return x.Failures[0].Step + ": " + x.Failures[0].Message
-	}
-	return x.Reason
-}
-
-func failureText(x Result) string {
-	var b strings.Builder
-	for _, f := range x.Failures {
-		tag := ""
-		if f.Expected {
-			tag = " (expected)"
-		}
-		fmt.Fprintf(&b, "%s%s: %s\n", f.Step, tag, f.Message)
-		if f.Diff != "" {
-			fmt.Fprintf(&b, "%s\n", f.Diff)
-		}
-	}
-	for _, l := range x.Leaks {
-		fmt.Fprintf(&b, "leak: %s\n", l)
-	}
-	return b.String()
-}
-
-// Symbol is the short table form of an outcome.
-func Symbol(outcome string) string {
-	switch outcome {
-	case Pass:
-		return "pass"
-	case Fail:
-		return "FAIL"
-	case Divergence:
-		return "xdiv"
-	case Skip:
-		return "skip"
-	}
-	return outcome
-}
-
-// Table renders cases x runtimes as fixed-width text.
-func (r *Report) Table() string {
-	rows, runtimes, cells := r.grid()
-	w := len("case [context]")
-	for _, row := range rows {
-		if len(row) > w {
-			w = len(row)
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-*s", w, "case [context]")
-	for _, rt := range runtimes {
-		fmt.Fprintf(&b, "  %-13s", rt)
-	}
-	b.WriteString("\n")
-	for _, row := range rows {
-		fmt.Fprintf(&b, "%-*s", w, row)
-		for _, rt := range runtimes {
-			fmt.Fprintf(&b, "  %-13s", Symbol(cells[row+"\x00"+rt]))
-		}
-		b.WriteString("\n")
-	}
-	r.Summarize()
-	fmt.Fprintf(&b, "\npass %d, FAIL %d, xdiv (expected divergence) %d, skip %d\n",
-		r.Summary[Pass], r.Summary[Fail], r.Summary[Divergence], r.Summary[Skip])
-	return b.String()
-}
-
-func (r *Report) grid() (rows, runtimes []string, cells map[string]string) {
-	cells = map[string]string{}
-	seenRow, seenRT := map[string]bool{}, map[string]bool{}
-	for _, x := range r.Results {
-		row := x.Case + " [" + x.Context + "]"
-		if !seenRow[row] {
-			seenRow[row] = true
-			rows = append(rows, row)
-		}
-		if !seenRT[x.Runtime] {
-			seenRT[x.Runtime] = true
-			runtimes = append(runtimes, x.Runtime)
-		}
-		cells[row+"\x00"+x.Runtime] = x.Outcome
-	}
-	return rows, runtimes, cells
-}
-
-// WriteMarkdown writes a human summary: host, table, then every failure,
-// divergence and skip with its reason.
-func (r *Report) WriteMarkdown(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# cgconform report\n\nHost: mode **%s**", r.Host.Mode)
-	if r.Host.Label != "" {
-		fmt.Fprintf(&b, " (label %s)", r.Host.Label)
-	}
-	fmt.Fprintf(&b, ", kernel %s, uid %d, systemd PID 1: %v, cgroup namespace: %v. Run %s – %s.\n\n",
-		r.Host.Kernel, r.Host.UID, r.Host.SystemdPID1, r.Host.CgroupNS,
-		r.Started.UTC().Format(time.RFC3339), r.Finished.UTC().Format(time.RFC3339))
-	for _, n := range r.Host.Notes {
-		fmt.Fprintf(&b, "- note: %s\n", n)
-	}
-	rows, runtimes, cells := r.grid()
-	var table [][]string
-	for _, row := range rows {
-		line := []string{row}
-		for _, rt := range runtimes {
-			line = append(line, Symbol(cells[row+"\x00"+rt]))
-		}
-		table = append(table, line)
-	}
-	b.WriteString("\n" + MarkdownTable(append([]string{"case [context]"}, runtimes...), table))
-	r.Summarize()
-	fmt.Fprintf(&b, "\npass %d, FAIL %d, xdiv (expected divergence) %d, skip %d\n\n",
-		r.Summary[Pass], r.Summary[Fail], r.Summary[Divergence], r.Summary[Skip])
-	res := append([]Result(nil), r.Results...)
-	order := map[string]int{Fail: 0, Divergence: 1, Skip: 2, Pass: 3}
-	sort.SliceStable(res, func(i, j int) bool { return order[res[i].Outcome] < order[res[j].Outcome] })
-	for _, x := range res {
-		if x.Outcome == Pass {
-			continue
-		}
-		fmt.Fprintf(&b, "## %s: %s [%s] on %s\n\n%s (source: %s)\n\n", Symbol(x.Outcome), x.Case, x.Context, x.Runtime, x.Purpose, x.Source)
-		if x.Reason != "" {
-			fmt.Fprintf(&b, "Reason: %s\n\n", x.Reason)
-		}
-		if t := failureText(x); t != "" {
-			fmt.Fprintf(&b, "```\n%s```\n\n", t)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return v, nil
 }

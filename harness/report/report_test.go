@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 )
 
 func sample() *Report {
@@ -16,16 +17,16 @@ func sample() *Report {
 	r := &Report{
 		Schema:  Schema,
 		Started: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Finished: time.Date(2026, 12, 2, 12, 5, 0, 0, time.UTC),
-		Host:     Host{Mode: "hybrid", Kernel: "6.1", Hierarchies: []Hierarchy{{Key: "memory", Mount: "/sys/fs/cgroup/memory"}}},
+		Host:     Host{CgroupMode: mode.Hybrid, Kernel: "6.1", Hierarchies: []Hierarchy{{Key: "memory", Mount: "/sys/fs/cgroup/memory"}}},
 		Runtimes: []Runtime{{Name: "runsc-patched", Kind: "runsc"}, {Name: "runsc-stock", Kind: "runsc"}},
 		Results: []Result{
-			{Case: "same-id", Context: "host", Runtime: "runsc-patched", Mode: "hybrid", Outcome: Pass, DurationMS: 1200},
-			{Case: "same-id", Context: "host", Runtime: "runsc-stock", Mode: "hybrid", Outcome: Divergence, Reason: "shares /pause",
+			{Case: "same-id", Context: "host", Runtime: "runsc-patched", CgroupMode: mode.Hybrid, Outcome: Pass, DurationMS: 1200},
+			{Case: "same-id", Context: "host", Runtime: "runsc-stock", CgroupMode: mode.Hybrid, Outcome: Divergence, Reason: "shares /pause",
 				Failures: []Failure{{Step: "delete-first", Message: "exited 128", Expected: true}},
 				Steps:    []Step{{ID: "delete-first", Do: "delete-force", Exit: &exit}}},
-			{Case: "leaky", Context: "container", Runtime: "runsc-patched", Mode: "hybrid", Outcome: Fail,
+			{Case: "leaky", Context: "container", Runtime: "runsc-patched", CgroupMode: mode.Hybrid, Outcome: Fail,
 				Failures: []Failure{{Step: "nothing-left", Message: "1 item(s) left behind", Diff: "/x (all 9 hierarchies)"}}, Leaks: []string{"memory:/x"}},
-			{Case: "leaky", Context: "container", Runtime: "runsc-stock", Mode: "hybrid", Outcome: Skip, Reason: "needs systemd"},
+			{Case: "leaky", Context: "container", Runtime: "runsc-stock", CgroupMode: mode.Hybrid, Outcome: Skip, Reason: "needs systemd"},
 		},
 	}
 	r.Summarize()
@@ -52,7 +53,7 @@ func TestJSONRoundTrip(t *testing.T) {
 
 func TestSummaryAndOK(t *testing.T) {
 	r := sample()
-	if diff := cmp.Diff(map[string]int{Pass: 1, Fail: 1, Divergence: 1, Skip: 1}, r.Summary); diff != "" {
+	if diff := cmp.Diff(map[Outcome]int{Pass: 1, Fail: 1, Divergence: 1, Skip: 1}, r.Summary); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
 	if r.OK() {
@@ -112,6 +113,41 @@ func TestWriteAll(t *testing.T) {
 	for _, f := range []string{"report.json", "junit.xml", "report.md"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestReadRefusesUnknownFields(t *testing.T) {
+	_, err := Read(strings.NewReader(`{"schema": "` + Schema + `", "results": [{"case": "x", "mode": "v2"}]}`))
+	if err == nil || !strings.Contains(err.Error(), `unknown field "mode"`) {
+		t.Errorf("Read = %v, want an unknown-field error (the v1 spelling)", err)
+	}
+}
+
+func TestProgressRoundTrip(t *testing.T) {
+	res := &Result{Case: "relative-path", Context: "kubepods-privileged", Runtime: "runsc-stock", Outcome: Divergence, DurationMS: 5600}
+	for _, tc := range []struct {
+		name string
+		p    Progress
+	}{
+		{"start", StartLine(res)},
+		{"done", DoneLine(res, "stock runsc records only the leaf [sic]   as owned")},
+		{"done without detail", DoneLine(&Result{Case: "c", Context: "host", Runtime: "runc", Outcome: Skip, DurationMS: 0}, "")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			line := tc.p.String()
+			got, ok := ParseProgress(line + "\r")
+			if !ok {
+				t.Fatalf("ParseProgress(%q) refused its own line", line)
+			}
+			if diff := cmp.Diff(tc.p, got); diff != "" {
+				t.Errorf("%q (-want +got):\n%s", line, diff)
+			}
+		})
+	}
+	for _, line := range []string{"", "cgm: start mode=v2", "pass x host runc 1s", "=== RUN x host runc", "PASS x [host] runc 1.0s", "pass x [host] runc soon"} {
+		if p, ok := ParseProgress(line); ok {
+			t.Errorf("ParseProgress(%q) = %+v, want no progress line", line, p)
 		}
 	}
 }

@@ -2,18 +2,18 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mounts"
 	"github.com/runsc-cgroups/cgconform/harness/report"
-	"golang.org/x/sys/unix"
 )
 
 // teardown kills what the run started, removes the test root in every
@@ -47,27 +47,12 @@ func (r *Runner) teardown() []string {
 }
 
 // unmountUnder detaches every mount below dir (e.g. runsc's per-root
-// null-netns bind mount), deepest first.
+// null-netns bind mount), deepest first, and returns what it could not.
 func unmountUnder(dir string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
+	if _, err := mounts.Detach(dir); err != nil {
 		return []string{err.Error()}
 	}
-	var mnts []string
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			mnts = append(mnts, f[4])
-		}
-	}
-	sort.Slice(mnts, func(i, j int) bool { return len(mnts[i]) > len(mnts[j]) })
-	var left []string
-	for _, m := range mnts {
-		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			left = append(left, fmt.Sprintf("umount %s: %v", m, err))
-		}
-	}
-	return left
+	return nil
 }
 
 // snapshot lists every cgroup below the case root, plus anything named
@@ -85,9 +70,8 @@ func (r *Runner) snapshot(cs *caseState) map[string]bool {
 			}
 		}
 		for _, e := range cs.extra {
-			k, p, _ := strings.Cut(e, "\x00")
-			if k == h.Key {
-				for _, d := range cgroupfs.Dirs(h, p) {
+			if e.key == h.Key {
+				for _, d := range cgroupfs.Dirs(h, e.path) {
 					out[h.Name()+":"+d] = true
 				}
 			}
@@ -130,14 +114,15 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 		if !in.created || in.deleted {
 			continue
 		}
-		res := r.runCommand(ctx, cs, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "delete-force", in.id, in.bundle, nil, "")...), r.scaled(60*time.Second))
+		res := r.runCommand(ctx, cs, in, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "delete-force", in.id, in.bundle, nil, "")...), r.scaled(60*time.Second))
+		cs.noteDelete(res.dur)
 		if res.exit != 0 {
 			notes = append(notes, fmt.Sprintf("delete --force %s exited %d: %s", in.label, res.exit, trunc(res.output, 300)))
 		}
 	}
 	// Give exiting sandboxes a moment, then look for what is left.
 	var leaks []string
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(r.scaled(3 * time.Second))
 	for {
 		leaks = r.leftovers(cs)
 		if len(leaks) == 0 || time.Now().After(deadline) {
@@ -152,8 +137,13 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 	rec.Note = strings.Join(notes, "; ")
 	cs.res.Steps = append(cs.res.Steps, rec)
 	if len(leaks) > 0 {
-		cs.res.Leaks = leaks
 		cs.fail("cleanup", fmt.Sprintf("left behind after every sandbox was deleted: %d item(s)", len(leaks)), strings.Join(groupByPath(leaks, len(r.host.Hierarchies)), "\n"))
+		if cs.trials > 1 {
+			for i := range leaks {
+				leaks[i] = fmt.Sprintf("trial %d: %s", cs.trial+1, leaks[i])
+			}
+		}
+		cs.res.Leaks = append(cs.res.Leaks, leaks...)
 	}
 }
 
@@ -172,7 +162,82 @@ func (r *Runner) leftovers(cs *caseState) []string {
 	for _, p := range r.strayProcs(cs) {
 		out = append(out, fmt.Sprintf("pid %d (%s) %s", p, comm(p), strings.Join(cmdline(p), " ")))
 	}
+	return append(out, r.strayMounts(cs)...)
+}
+
+// strayMounts are mounts a runtime left in the case's folder (a failed
+// start's rootfs or bundle mounts): every mount there is a leak, except
+// the one runsc --network=none binds into each --root it uses
+// ("null-netns", kept for the root's later sandboxes) and the harness's
+// own tmpfs of a sandbox mount namespace (in that namespace only).
+func (r *Runner) strayMounts(cs *caseState) []string {
+	mps, err := mounts.Under(cs.dir)
+	if err != nil {
+		return []string{"mounts: " + err.Error()}
+	}
+	var out []string
+	for _, m := range mps {
+		if filepath.Base(m) == "null-netns" && strings.HasPrefix(m, filepath.Join(cs.dir, "state")+"/") {
+			continue
+		}
+		out = append(out, "mount "+m)
+	}
 	return out
+}
+
+// scrub removes what a trial (or table input) left once it is recorded,
+// so the next one starts from the baseline: it kills the runtime's stray
+// processes (the harness's descendants only) and removes every cgroup
+// added since the baseline, deepest first.
+func (r *Runner) scrub(cs *caseState) {
+	killAndWait(r.strayProcs(cs), r.scaled(5*time.Second))
+	added, _ := diffSets(cs.baseline, r.snapshot(cs))
+	sort.Slice(added, func(i, j int) bool { return strings.Count(added[i], "/") > strings.Count(added[j], "/") })
+	byName := map[string]cgroupfs.Hierarchy{}
+	for _, h := range r.host.Hierarchies {
+		byName[h.Name()] = h
+	}
+	for _, a := range added {
+		name, p, _ := strings.Cut(a, ":")
+		if h, ok := byName[name]; ok {
+			cgroupfs.RemoveTree(h.Dir(p), r.scaled(2*time.Second))
+		}
+	}
+	r.restoreCallerControl(cs)
+	for _, in := range cs.order {
+		in.created, in.deleted = false, false
+	}
+}
+
+// callerControl reads C's cgroup.subtree_control in the v2 hierarchy.
+func (r *Runner) callerControl(cs *caseState) map[string][]string {
+	out := map[string][]string{}
+	for _, h := range r.host.Hierarchies {
+		if c, ok := cs.caller[h.Key]; ok && h.V2 {
+			b, _ := os.ReadFile(filepath.Join(h.Dir(c), "cgroup.subtree_control"))
+			out[h.Key] = strings.Fields(string(b))
+		}
+	}
+	return out
+}
+
+// restoreCallerControl disables in C the controllers enabled since the
+// baseline (C is the context's, below the case root), once nothing is
+// below C any more.
+func (r *Runner) restoreCallerControl(cs *caseState) {
+	for _, h := range r.host.Hierarchies {
+		c, ok := cs.caller[h.Key]
+		if !ok || !h.V2 || !cgroupfs.IsUnder(c, cs.root) || len(cgroupfs.Dirs(h, c)) > 1 {
+			continue
+		}
+		control := filepath.Join(h.Dir(c), "cgroup.subtree_control")
+		b, _ := os.ReadFile(control)
+		for _, ctrl := range strings.Fields(string(b)) {
+			if !contains(cs.callerControl[h.Key], ctrl) {
+				_ = os.WriteFile(control, []byte("-"+ctrl), 0o644)
+			}
+		}
+	}
 }
 
 // nestedLeaves are the caller's nested leaves, when a sandbox of the case
@@ -202,12 +267,21 @@ func (r *Runner) nestedLeaves(cs *caseState) map[string]bool {
 func (r *Runner) strayProcs(cs *caseState) []int {
 	var out []int
 	for _, p := range descendants(os.Getpid()) {
-		if contains(intsToStrings(cs.holders), fmt.Sprint(p)) {
+		if contains(intsToStrings(cs.holders), fmt.Sprint(p)) || cs.isForeign(p) {
 			continue
 		}
 		out = append(out, p)
 	}
 	return out
+}
+
+func (cs *caseState) isForeign(pid int) bool {
+	for _, p := range cs.foreign {
+		if p == pid {
+			return true
+		}
+	}
+	return false
 }
 
 func intsToStrings(xs []int) []string {
@@ -230,10 +304,9 @@ func (r *Runner) teardownCase(cs *caseState) {
 		// What a runtime made inside the unit is ours to remove; systemd
 		// removes the unit's own cgroup.
 		for _, e := range cs.extra {
-			k, p, _ := strings.Cut(e, "\x00")
 			for _, h := range r.host.Hierarchies {
-				if h.Key == k {
-					left = append(left, cgroupfs.RemoveTree(h.Dir(p), 5*time.Second)...)
+				if h.Key == e.key {
+					left = append(left, cgroupfs.RemoveTree(h.Dir(e.path), 5*time.Second)...)
 				}
 			}
 		}

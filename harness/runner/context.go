@@ -136,15 +136,35 @@ func (r *Runner) makeThreaded(rel string) error {
 // newNS it lives in a cgroup namespace rooted at rel, as a delegated pod's
 // container does.
 func (r *Runner) startHolder(rel string, newNS bool) (int, error) {
-	var args []string
-	args = append(args, HelperCommand)
+	var join []string
 	for _, h := range r.host.Hierarchies {
-		args = append(args, "--join", h.Dir(rel))
+		join = append(join, h.Dir(rel))
 	}
+	return r.startProcess(join, newNS)
+}
+
+// startProcess starts "sleep 100000" in the cgroup directories join (one
+// per hierarchy) and returns once it is there. The reaper collects it when
+// it dies.
+func (r *Runner) startProcess(join []string, newNS bool) (int, error) {
+	var ns []string
 	if newNS {
-		args = append(args, "--new-cgroupns")
+		ns = []string{"--new-cgroupns"}
 	}
-	args = append(args, "--", "sleep", "100000")
+	return r.startCommand(join, append(ns, "--", "sleep", "100000"), "sleep")
+}
+
+// startCommand starts argv (helper flags allowed before a "--") in the
+// cgroup directories join and returns once the process runs comm there.
+func (r *Runner) startCommand(join []string, argv []string, comm string) (int, error) {
+	args := []string{HelperCommand}
+	for _, d := range join {
+		args = append(args, "--join", d)
+	}
+	if !contains(argv, "--") {
+		args = append(args, "--")
+	}
+	args = append(args, argv...)
 	cmd := exec.Command(r.opt.Self, args...)
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
@@ -156,26 +176,36 @@ func (r *Runner) startHolder(rel string, newNS bool) (int, error) {
 		return 0, err
 	}
 	pid := cmd.Process.Pid
-	// The reaper collects it when it dies; it must be in rel before the
-	// case starts.
 	_ = cmd.Process.Release()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(r.scaled(5 * time.Second))
 	for time.Now().Before(deadline) {
-		cg, err := cgroupfs.ProcCgroup(pid)
-		if err == nil && len(cmdline(pid)) > 0 && cmdline(pid)[0] == "sleep" {
-			ok := true
-			for _, h := range r.host.Hierarchies {
-				if cg[h.Key] != rel {
-					ok = false
-				}
-			}
-			if ok {
-				return pid, nil
-			}
+		if args := cmdline(pid); len(args) > 0 && args[0] == comm && inDirs(pid, join, r.host.Hierarchies) {
+			return pid, nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return 0, fmt.Errorf("holder process %d did not reach %s", pid, rel)
+	_ = unix.Kill(pid, unix.SIGKILL)
+	return 0, fmt.Errorf("process %d did not reach %s", pid, strings.Join(join, " "))
+}
+
+// inDirs reports whether pid is in each of the cgroup directories dirs.
+func inDirs(pid int, dirs []string, hs []cgroupfs.Hierarchy) bool {
+	cg, err := cgroupfs.ProcCgroup(pid)
+	if err != nil {
+		return false
+	}
+	for _, d := range dirs {
+		found := false
+		for _, h := range hs {
+			if rel, ok := cg[h.Key]; ok && h.Dir(rel) == d {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // setupUnit starts a transient unit (Delegate=yes unless told otherwise)
@@ -219,11 +249,61 @@ func (r *Runner) setupUnit(ctx context.Context, cs *caseState, delegate bool) er
 			// not the harness's to scan or remove. What a runtime makes
 			// there carries the run token and is found by name.
 			if p != "/" {
-				cs.extra = append(cs.extra, h.Key+"\x00"+p)
+				cs.extra = append(cs.extra, hierarchyPath{h.Key, p})
 			}
 		}
 	}
 	return nil
+}
+
+// setupMountns starts one process per mount namespace the case's
+// sandboxes name: unshare(1) makes a private mount namespace, mounts a
+// tmpfs of its own on the --root folder every sandbox of that namespace
+// uses, and sleeps; every runtime command of such a sandbox enters it
+// (exec-in-cgroup --mountns-of). Two namespaces thus give the same --root
+// path two distinct state folders, as two containers of one pod each with
+// their own /run/runsc. The processes sit in a leaf of the case's own,
+// made before the baseline.
+func (r *Runner) setupMountns(cs *caseState) error {
+	leaf := cs.root + "/mountns"
+	for i := range cs.c.Sandboxes {
+		sb := &cs.c.Sandboxes[i]
+		if sb.MountNS == "" || cs.mountns[sb.MountNS] != 0 {
+			continue
+		}
+		if err := r.tree.Mkdir(leaf); err != nil {
+			return err
+		}
+		root := filepath.Join(cs.dir, "state", sb.RootName())
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return err
+		}
+		var join []string
+		for _, h := range r.host.Hierarchies {
+			join = append(join, h.Dir(leaf))
+		}
+		script := "mount -t tmpfs -o mode=0700 mountns-" + sb.MountNS + " " + root + " && exec sleep 100000"
+		pid, err := r.startCommand(join, []string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script}, "sleep")
+		if err != nil {
+			return fmt.Errorf("mount namespace %s: %w", sb.MountNS, err)
+		}
+		cs.mountns[sb.MountNS] = pid
+		cs.holders = append(cs.holders, pid)
+	}
+	return nil
+}
+
+// callerVar is ${caller}: the caller's cgroup in the first managed
+// hierarchy (by name). It is the same path in every hierarchy in every
+// context but systemd-unit on a v1 host, where systemd places the unit in
+// a few hierarchies only.
+func (r *Runner) callerVar(cs *caseState) string {
+	for _, h := range r.host.Managed() {
+		if c, ok := cs.caller[h.Key]; ok {
+			return c
+		}
+	}
+	return ""
 }
 
 func fakeHex(token string, n int) string {
@@ -236,13 +316,10 @@ func fakeUUID(token string, n int) string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
+// makeInstances makes this trial's (or input's) containers: fresh IDs
+// (cs.suffix), bundles and log folders.
 func (r *Runner) makeInstances(cs *caseState) error {
-	callerAny := ""
-	for _, p := range cs.caller {
-		callerAny = p
-		break
-	}
-	cs.vars = map[string]string{"token": r.token, "caseroot": cs.root, "caller": callerAny}
+	cs.insts, cs.order = map[string][]*instance{}, nil
 	for i := range cs.c.Sandboxes {
 		sb := &cs.c.Sandboxes[i]
 		n := sb.Instances()
@@ -256,9 +333,10 @@ func (r *Runner) makeInstances(cs *caseState) error {
 				id = fmt.Sprintf("%s-%0*d", id, w, k)
 				label = fmt.Sprintf("%s#%0*d", sb.Name, w, k)
 			}
-			in := &instance{sb: sb, label: label, id: id, pids: map[string]int{}}
+			id += cs.suffix
+			in := &instance{sb: sb, label: label, id: id, pids: map[string]int{}, mountns: cs.mountns[sb.MountNS]}
 			in.root = filepath.Join(cs.dir, "state", sb.RootName())
-			in.bundle = filepath.Join(cs.dir, "bundles", strings.ReplaceAll(label, "#", "-"))
+			in.bundle = filepath.Join(cs.dir, "bundles", strings.ReplaceAll(label, "#", "-")+cs.suffix)
 			if err := os.MkdirAll(in.root, 0o700); err != nil {
 				return err
 			}
@@ -273,7 +351,7 @@ func (r *Runner) makeInstances(cs *caseState) error {
 			if err := ocispec.WriteBundle(in.bundle, spec); err != nil {
 				return err
 			}
-			in.logs = filepath.Join(cs.dir, "logs", strings.ReplaceAll(label, "#", "-"))
+			in.logs = filepath.Join(cs.dir, "logs", strings.ReplaceAll(label, "#", "-")+cs.suffix)
 			if err := os.MkdirAll(in.logs, 0o755); err != nil {
 				return err
 			}

@@ -79,6 +79,7 @@ func execInCgroup(args []string) int {
 	newNS := fs.Bool("new-cgroupns", false, "exec in a new cgroup namespace rooted at the cgroups joined")
 	nsOf := fs.Int("cgroupns-of", 0, "run in the cgroup namespace of this PID and a new mount namespace with cgroup2 at /sys/fs/cgroup")
 	readOnly := fs.Bool("read-only", false, "with -cgroupns-of: mount cgroup2 read-only, as a pod without cgroup delegation sees it")
+	mountnsOf := fs.Int("mountns-of", 0, "run in the mount namespace of this PID (through nsenter(1): a Go program cannot setns into a mount namespace once it has threads)")
 	if err := fs.Parse(args); err != nil {
 		return 125
 	}
@@ -93,6 +94,9 @@ func execInCgroup(args []string) int {
 			fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: joining %s: %v\n", d, err)
 			return 125
 		}
+	}
+	if *mountnsOf != 0 {
+		argv = append([]string{"nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", *mountnsOf), "--"}, argv...)
 	}
 	if !*newNS && *nsOf == 0 {
 		return execve(argv)

@@ -183,10 +183,17 @@ func comm(pid int) string {
 
 // runscProcs finds the runsc sandbox and gofer processes serving id in
 // the state folder root, among the harness's descendants.
-func runscProcs(pids []int, root, id string) map[string]int {
+func runscProcs(pids []int, root, id, bundle string) map[string]int {
+	return matchRunsc(pids, cmdline, root, id, bundle)
+}
+
+// matchRunsc is runscProcs with the command lines read through argv. A
+// process that names a bundle must name this one: two sandboxes in two
+// mount namespaces share a --root path and an ID, never a bundle.
+func matchRunsc(pids []int, argv func(int) []string, root, id, bundle string) map[string]int {
 	out := map[string]int{}
 	for _, p := range pids {
-		args := cmdline(p)
+		args := argv(p)
 		if len(args) < 2 || args[len(args)-1] != id {
 			continue
 		}
@@ -199,17 +206,35 @@ func runscProcs(pids []int, root, id string) map[string]int {
 		default:
 			continue
 		}
-		hasRoot := false
-		for i, a := range args {
-			if a == "--root="+root || a == "-root="+root || (a == "--root" || a == "-root") && i+1 < len(args) && args[i+1] == root {
-				hasRoot = true
-			}
-		}
-		if hasRoot {
+		if flagIs(args, "root", root) && (!hasFlag(args, "bundle") || flagIs(args, "bundle", bundle)) {
 			out[role] = p
 		}
 	}
 	return out
+}
+
+// flagIs reports whether args set --name (or -name) to value.
+func flagIs(args []string, name, value string) bool {
+	for i, a := range args {
+		for _, f := range []string{"--" + name, "-" + name} {
+			if a == f+"="+value || a == f && i+1 < len(args) && args[i+1] == value {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasFlag reports whether args set --name (or -name) at all.
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		for _, f := range []string{"--" + name, "-" + name} {
+			if a == f || strings.HasPrefix(a, f+"=") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // killAndWait SIGKILLs pids (which the harness started) and waits until

@@ -29,6 +29,7 @@ import (
 
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/ocispec"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 	"golang.org/x/sys/unix"
@@ -46,8 +47,17 @@ type Options struct {
 	Filter, Skip *regexp.Regexp
 	// Busybox is a static busybox binary for the rootfs.
 	Busybox string
-	// ModeLabel overrides the detected mode's label in the report.
-	ModeLabel string
+	// MatrixHost is the matrix host this machine is (-mode): results carry
+	// it, and the detected layout must be its layout.
+	MatrixHost mode.Host
+	// Throwaway says the host may be changed at will (a matrix VM): cases
+	// and inputs that require throwaway run only then.
+	Throwaway bool
+	// Strict turns a declared divergence that did not happen into a
+	// failure: the case must be updated.
+	Strict bool
+	// Trials, when > 0, overrides every case's trials (make killstorm).
+	Trials int
 	// CaseTimeout bounds each case x context x runtime.
 	CaseTimeout time.Duration
 	// Progress receives one line per result.
@@ -99,6 +109,9 @@ func Run(ctx context.Context, opt Options) (rep *report.Report, err error) {
 			return nil, fmt.Errorf("reading the host's cgroup layout: %w", err)
 		}
 	}
+	if opt.MatrixHost != "" && opt.MatrixHost.Cgroup() != host.Mode {
+		return nil, fmt.Errorf("-mode %s is a %s host, but this one is %s: the matrix booted the wrong image, or -mode names another host", opt.MatrixHost, opt.MatrixHost.Cgroup(), host.Mode)
+	}
 	r := &Runner{opt: opt, host: host, refused: map[string]string{}}
 	rep = &report.Report{Schema: report.Schema, Started: time.Now().UTC(), Host: r.hostInfo()}
 	for _, rt := range opt.Runtimes {
@@ -135,7 +148,8 @@ func Run(ctx context.Context, opt Options) (rep *report.Report, err error) {
 					rep.Results = append(rep.Results, res)
 					continue
 				}
-				fmt.Fprintf(opt.Progress, "=== RUN %s [%s] %s\n", c.Name, cx, rt.Name)
+				start := r.baseResult(c, cx, rt)
+				fmt.Fprintln(opt.Progress, report.StartLine(&start))
 				var res report.Result
 				if !canRun {
 					res = r.baseResult(c, cx, rt)
@@ -143,8 +157,7 @@ func Run(ctx context.Context, opt Options) (rep *report.Report, err error) {
 				} else {
 					res = r.runOne(ctx, c, cx, rt, idx)
 				}
-				fmt.Fprintf(opt.Progress, "%-4s %-30s %-22s %-14s %6.1fs %s\n", report.Symbol(res.Outcome), c.Name, "["+cx+"]", rt.Name,
-					float64(res.DurationMS)/1000, oneLine(res))
+				fmt.Fprintln(opt.Progress, report.DoneLine(&res, oneLine(res)))
 				rep.Results = append(rep.Results, res)
 				if opt.Checkpoint != nil {
 					rep.Finished = time.Now().UTC()
@@ -201,7 +214,7 @@ func (r *Runner) notesCopy() []string {
 }
 
 func (r *Runner) hostInfo() report.Host {
-	h := report.Host{Mode: r.host.Mode, Label: r.opt.ModeLabel, UID: os.Geteuid(), SystemdPID1: r.host.SystemdPID1, CgroupNS: r.host.CgroupNS}
+	h := report.Host{CgroupMode: r.host.Mode, MatrixHost: r.opt.MatrixHost, UID: os.Geteuid(), SystemdPID1: r.host.SystemdPID1, CgroupNS: r.host.CgroupNS}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		h.Kernel = unix.ByteSliceToString(u.Release[:])
@@ -213,18 +226,9 @@ func (r *Runner) hostInfo() report.Host {
 	return h
 }
 
-// mode is the detected host mode: what when.modes and divergence modes
-// match against, whatever -mode says.
-func (r *Runner) mode() string { return r.host.Mode }
-
-// modeLabel is the mode results carry (the -mode label, e.g. the VM
-// matrix's "systemd-v2", else the detected mode).
-func (r *Runner) modeLabel() string {
-	if r.opt.ModeLabel != "" {
-		return r.opt.ModeLabel
-	}
-	return r.host.Mode
-}
+// mode is the detected host layout: what when.modes and divergence modes
+// match against.
+func (r *Runner) mode() mode.Cgroup { return r.host.Mode }
 
 func (r *Runner) setup() error {
 	b := make([]byte, 4)
@@ -262,7 +266,7 @@ func (r *Runner) setup() error {
 		return fmt.Errorf("becoming a child subreaper (needed to find detached sandboxes): %w", err)
 	}
 	r.reaper = rp
-	if r.host.Mode == cgroupfs.ModeV2 {
+	if r.host.Mode == mode.V2 {
 		for _, x := range r.host.Hierarchies {
 			if !x.V2 {
 				continue
@@ -278,7 +282,7 @@ func (r *Runner) setup() error {
 }
 
 func (r *Runner) baseResult(c *casefile.Case, cx string, rt Runtime) report.Result {
-	return report.Result{Case: c.Name, Context: cx, Runtime: rt.Name, Mode: r.modeLabel(), HostMode: r.mode(), File: c.File, Source: c.Source, Purpose: c.Purpose}
+	return report.Result{Case: c.Name, Context: cx, Runtime: rt.Name, CgroupMode: r.mode(), MatrixHost: r.opt.MatrixHost, File: c.File, Source: c.Source, Purpose: c.Purpose}
 }
 
 // skipReason says why a case cannot run here, or "".
@@ -289,13 +293,35 @@ func (r *Runner) skipReason(c *casefile.Case, cx string, rt Runtime) string {
 	if why := r.refused[rt.Name]; why != "" {
 		return why
 	}
-	var modes []string
-	for _, q := range c.Requires {
+	if why := r.unmet(c.Requires); why != "" {
+		return why
+	}
+	switch cx {
+	case "kubepods-delegated":
+		if r.host.Mode != mode.V2 {
+			return "kubepods-delegated mounts cgroup2 at the root of a private cgroup namespace (the seed's fix): needs a cgroup v2 host"
+		}
+	case "systemd-unit", "systemd-unit-undelegated":
+		if !r.host.SystemdPID1 {
+			return "systemd-unit needs systemd as PID 1 to start a Delegate=yes unit (runs in the systemd VMs)"
+		}
+	}
+	return ""
+}
+
+// unmet says which requirement this host does not meet, or "". Every
+// requirement must hold (cases/README.md, "requires").
+func (r *Runner) unmet(reqs []string) string {
+	for _, q := range reqs {
 		switch q {
-		case "cgroup-v1", "hybrid", "cgroup-v2":
-			modes = append(modes, q)
+		case string(mode.V1), string(mode.Hybrid), string(mode.V2):
+			if string(r.host.Mode) != q {
+				return fmt.Sprintf("needs a %s host; this one is %s", q, r.host.Mode)
+			}
 		case "v1-controllers":
-			modes = append(modes, cgroupfs.ModeV1, cgroupfs.ModeHybrid)
+			if !r.host.Mode.HasV1Controllers() {
+				return fmt.Sprintf("needs v1 controllers (a cgroup-v1 or hybrid host); this one is %s", r.host.Mode)
+			}
 		case "root":
 			if os.Geteuid() != 0 {
 				return "needs root"
@@ -312,19 +338,10 @@ func (r *Runner) skipReason(c *casefile.Case, cx string, rt Runtime) string {
 			if _, err := os.Stat("/proc/self/ns/cgroup"); err != nil {
 				return "needs cgroup namespaces"
 			}
-		}
-	}
-	if len(modes) > 0 && !contains(modes, r.host.Mode) {
-		return fmt.Sprintf("needs a %s host; this one is %s", strings.Join(modes, " or "), r.host.Mode)
-	}
-	switch cx {
-	case "kubepods-delegated":
-		if r.host.Mode != cgroupfs.ModeV2 {
-			return "kubepods-delegated mounts cgroup2 at the root of a private cgroup namespace (the seed's fix): needs a cgroup v2 host"
-		}
-	case "systemd-unit", "systemd-unit-undelegated":
-		if !r.host.SystemdPID1 {
-			return "systemd-unit needs systemd as PID 1 to start a Delegate=yes unit (runs in the systemd VMs)"
+		case "throwaway":
+			if !r.opt.Throwaway {
+				return "needs a throwaway host (-throwaway, set by the matrix in its VMs): it may reach the real root of a hierarchy"
+			}
 		}
 	}
 	return ""
@@ -356,12 +373,22 @@ type cmdResult struct {
 	output string
 	dur    time.Duration
 	err    error
+	// killed: the harness SIGKILLed the command (runKilled).
+	killed bool
 }
 
 // runCommand runs argv through the exec-in-cgroup re-exec, in the caller
 // context's cgroups. stdio are files of its own (runsc sets O_NONBLOCK on
 // its stdio and a detached sandbox inherits them).
-func (r *Runner) runCommand(ctx context.Context, cs *caseState, argv []string, timeout time.Duration) cmdResult {
+func (r *Runner) runCommand(ctx context.Context, cs *caseState, in *instance, argv []string, timeout time.Duration) cmdResult {
+	return r.runKilled(ctx, cs, in, argv, timeout, 0)
+}
+
+// runKilled is runCommand that, with killAfter > 0, SIGKILLs the runtime
+// command itself (the helper execs it, so its PID is the runtime's) that
+// long after it started, if it is still running: a runtime dying at any
+// moment of create or start.
+func (r *Runner) runKilled(ctx context.Context, cs *caseState, in *instance, argv []string, timeout, killAfter time.Duration) cmdResult {
 	n := cs.nextLog()
 	logPath := filepath.Join(cs.logDir, fmt.Sprintf("%03d.log", n))
 	res := cmdResult{argv: argv, exit: -1}
@@ -387,6 +414,9 @@ func (r *Runner) runCommand(ctx context.Context, cs *caseState, argv []string, t
 			helper = append(helper, "--read-only")
 		}
 	}
+	if in != nil && in.mountns != 0 {
+		helper = append(helper, "--mountns-of", fmt.Sprint(in.mountns))
+	}
 	helper = append(helper, "--")
 	helper = append(helper, argv...)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -406,7 +436,17 @@ func (r *Runner) runCommand(ctx context.Context, cs *caseState, argv []string, t
 		res.err = err
 		return res
 	}
+	var killer *time.Timer
+	killed := make(chan bool, 1)
+	if killAfter > 0 {
+		// os.Process signals through a pidfd: once Wait has reaped the
+		// command, the kill fails instead of hitting a reused PID.
+		killer = time.AfterFunc(killAfter, func() { killed <- cmd.Process.Signal(unix.SIGKILL) == nil })
+	}
 	werr := cmd.Wait()
+	if killer != nil && !killer.Stop() {
+		res.killed = <-killed // it fired: wait for its verdict
+	}
 	res.dur = time.Since(start)
 	r.reaper.release(pid)
 	res.exit = cmd.ProcessState.ExitCode()
@@ -442,7 +482,13 @@ type instance struct {
 	// later checks can tell they are gone.
 	pids  map[string]int
 	procs []report.Process
+	// mountns is the PID holding the sandbox's private mount namespace
+	// (sandbox mountns), 0 for the harness's own.
+	mountns int
 }
+
+// hierarchyPath is a cgroup in the hierarchy of that key.
+type hierarchyPath struct{ key, path string }
 
 // caseState is one case x context x runtime in progress.
 type caseState struct {
@@ -460,7 +506,26 @@ type caseState struct {
 	holders  []int
 	// callerHolders are the holders started in the caller's own cgroup.
 	callerHolders []int
-	extra         []string // cgroups outside the case root to watch (systemd unit)
+	extra         []hierarchyPath // cgroups outside the case root to watch (systemd unit)
+	// foreign are the setup's processes by name: started by the harness,
+	// not by a runtime, so never a leak.
+	foreign map[string]int
+	// mountns holds a process per named mount namespace (sandbox mountns).
+	mountns map[string]int
+	// trial is the current trial (0-based) of trials trials; a failure's
+	// message names it when there are several.
+	trial, trials int
+	// suffix makes this trial's (or input's) container IDs fresh.
+	suffix string
+	// maxDelete is the longest delete command of the current trial, and
+	// killed whether a kill step of it SIGKILLed its command.
+	maxDelete time.Duration
+	killed    bool
+	// callerControl is C's cgroup.subtree_control (v2) at the baseline: a
+	// runtime that made a cgroup below C enabled controllers there, and C
+	// could hold no process after it (no internal processes); the scrub
+	// between trials and inputs restores it.
+	callerControl map[string][]string
 	unit          string
 	dir           string
 	logDir        string
@@ -482,7 +547,17 @@ func (cs *caseState) nextLog() int {
 func (cs *caseState) fail(step, msg, diff string) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
+	if cs.trials > 1 {
+		msg = fmt.Sprintf("trial %d/%d: %s", cs.trial+1, cs.trials, msg)
+	}
 	cs.res.Failures = append(cs.res.Failures, report.Failure{Step: step, Message: msg, Diff: diff})
+}
+
+// noteDelete records the time of a delete command for the trial's maximum.
+func (cs *caseState) noteDelete(d time.Duration) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.maxDelete = max(cs.maxDelete, d)
 }
 
 func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Runtime, idx int) (res report.Result) {
@@ -493,10 +568,10 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 		res.Outcome, res.Reason = report.Skip, why
 		return res
 	}
-	timeout := r.caseLimit(c)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cs := &caseState{c: c, cx: cx, rt: rt, res: &res, root: fmt.Sprintf("%s/%03d", r.tree.Root, idx), insts: map[string][]*instance{}}
+	// The case's time limit bounds each trial (runTrial) and each input of a
+	// table (runInput), not their sum: 200 trials of a kill storm, or 18
+	// inputs under emulation, each get the whole limit.
+	cs := &caseState{c: c, cx: cx, rt: rt, res: &res, root: fmt.Sprintf("%s/%03d", r.tree.Root, idx), foreign: map[string]int{}, mountns: map[string]int{}}
 	cs.dir = filepath.Join(r.work, fmt.Sprintf("%03d", idx))
 	cs.logDir = filepath.Join(cs.dir, "logs")
 	if err := os.MkdirAll(cs.logDir, 0o755); err != nil {
@@ -510,16 +585,112 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 		res.Outcome = report.Fail
 		return res
 	}
-	if err := r.makeInstances(cs); err != nil {
+	cs.vars = map[string]string{"token": r.token, "caseroot": cs.root, "caller": r.callerVar(cs)}
+	if err := r.setupCase(ctx, cs, c.Setup); err != nil {
 		cs.fail("setup", err.Error(), "")
 		res.Outcome = report.Fail
 		return res
 	}
+	if err := r.setupMountns(cs); err != nil {
+		cs.fail("setup", err.Error(), "")
+		res.Outcome = report.Fail
+		return res
+	}
+	if len(c.Inputs) > 0 {
+		r.runTable(ctx, cs)
+	} else {
+		r.runTrials(ctx, cs)
+	}
+	if why := r.refusal(cs); why != "" {
+		r.refused[rt.Name] = why
+		res.Outcome, res.Reason, res.Failures = report.Skip, why, nil
+		return res
+	}
+	r.decide(cs)
+	return res
+}
+
+// trialsOf is how many times the case runs: -trials, else its own.
+func (r *Runner) trialsOf(c *casefile.Case) int {
+	if r.opt.Trials > 0 {
+		return r.opt.Trials
+	}
+	return max(c.Trials, 1)
+}
+
+// keptTrials is how many failed trials keep their step records (the
+// first trial always does): enough to read what went wrong, not 200.
+const keptTrials = 3
+
+// runTrials runs the case's steps once per trial, each with fresh container
+// IDs and its own time limit, and sums the trials up. Between trials it
+// removes what the last one left (after recording it), so every trial
+// starts from the baseline.
+func (r *Runner) runTrials(ctx context.Context, cs *caseState) {
+	c, res := cs.c, cs.res
+	n := r.trialsOf(c)
+	cs.trials = n
+	var stats report.Trials
+	keptFailed := 0
+	for t := 0; t < n; t++ {
+		if ctx.Err() != nil {
+			cs.fail("trials", fmt.Sprintf("interrupted before trial %d of %d", t+1, n), "")
+			break
+		}
+		cs.trial, cs.maxDelete, cs.killed = t, 0, false
+		if n > 1 {
+			cs.suffix = fmt.Sprintf("-t%0*d", len(fmt.Sprint(n-1)), t)
+		}
+		failuresBefore, stepsBefore, leaksBefore := len(res.Failures), len(res.Steps), len(res.Leaks)
+		r.runTrial(ctx, cs)
+		stats.Trials++
+		failed := len(res.Failures) > failuresBefore
+		if failed {
+			stats.Failed++
+		}
+		if k := len(res.Leaks) - leaksBefore; k > 0 {
+			stats.Leaked++
+			stats.LeakedItems += k
+		}
+		stats.MaxDeleteMS = max(stats.MaxDeleteMS, cs.maxDelete.Milliseconds())
+		if cs.killed {
+			stats.Killed++
+		}
+		if n > 1 {
+			keep := t == 0 || (failed && keptFailed < keptTrials)
+			if failed && t > 0 && keep {
+				keptFailed++
+			}
+			if !keep {
+				res.Steps = res.Steps[:stepsBefore]
+			}
+			r.scrub(cs)
+		}
+	}
+	if n > 1 {
+		res.Trials = &stats
+	}
+}
+
+// runTrial is one run of the steps: fresh instances, a baseline, the
+// steps, the final cleanup.
+func (r *Runner) runTrial(parent context.Context, cs *caseState) {
+	c, res := cs.c, cs.res
+	timeout := r.caseLimit(c)
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	if err := r.makeInstances(cs); err != nil {
+		cs.fail("setup", err.Error(), "")
+		return
+	}
 	cs.baseline = r.snapshot(cs)
-	res.TreeBefore = keys(cs.baseline)
+	cs.callerControl = r.callerControl(cs)
+	if res.TreeBefore == nil {
+		res.TreeBefore = keys(cs.baseline)
+	}
 	for i := range c.Steps {
 		st := &c.Steps[i]
-		if !st.When.Applies(r.mode(), cx) {
+		if !st.When.Applies(r.mode(), cs.cx) {
 			res.Steps = append(res.Steps, report.Step{ID: st.ID, Do: st.Do, Sandbox: st.Sandbox, Skipped: "not for this mode/context"})
 			continue
 		}
@@ -530,13 +701,6 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 		r.doStep(ctx, cs, st)
 	}
 	r.finalCleanup(context.WithoutCancel(ctx), cs)
-	if why := r.refusal(cs); why != "" {
-		r.refused[rt.Name] = why
-		res.Outcome, res.Reason, res.Failures = report.Skip, why, nil
-		return res
-	}
-	r.decide(cs)
-	return res
 }
 
 // refusal detects a runtime refusing the host outright.
@@ -549,25 +713,19 @@ func (r *Runner) refusal(cs *caseState) string {
 	return ""
 }
 
-// decide turns failures and declared divergences into the outcome.
+// decide turns failures and declared divergences into the outcome. A
+// divergence declared for this runtime, mode and context that covers no
+// failure is stale: a note, or with -strict a failure of its own.
 func (r *Runner) decide(cs *caseState) {
 	res := cs.res
-	if len(res.Failures) == 0 {
-		res.Outcome = report.Pass
-		for _, d := range cs.c.Divergences {
-			if d.AppliesTo(cs.rt.Name, r.mode(), cs.cx) {
-				res.Reason = "declared divergence not observed: " + d.Reason
-			}
-		}
-		return
-	}
+	used := make([]bool, len(cs.c.Divergences))
 	unexpected := 0
 	var reasons []string
 	for i := range res.Failures {
 		f := &res.Failures[i]
-		for _, d := range cs.c.Divergences {
+		for j, d := range cs.c.Divergences {
 			if d.Covers(cs.rt.Name, r.mode(), cs.cx, f.Step) {
-				f.Expected = true
+				f.Expected, used[j] = true, true
 				if !contains(reasons, d.Reason) {
 					reasons = append(reasons, d.Reason)
 				}
@@ -578,11 +736,26 @@ func (r *Runner) decide(cs *caseState) {
 			unexpected++
 		}
 	}
-	if unexpected == 0 {
-		res.Outcome, res.Reason = report.Divergence, strings.Join(reasons, " / ")
-		return
+	var stale []string
+	for j, d := range cs.c.Divergences {
+		if !used[j] && d.AppliesTo(cs.rt.Name, r.mode(), cs.cx) {
+			stale = append(stale, "declared divergence not observed: "+d.Reason)
+		}
 	}
-	res.Outcome = report.Fail
+	if r.opt.Strict {
+		for _, s := range stale {
+			res.Failures = append(res.Failures, report.Failure{Step: "divergences", Message: "stale (-strict: update the case): " + s})
+			unexpected++
+		}
+	}
+	switch {
+	case unexpected > 0:
+		res.Outcome = report.Fail
+	case len(res.Failures) > 0:
+		res.Outcome, res.Reason = report.Divergence, strings.Join(reasons, " / ")
+	default:
+		res.Outcome, res.Reason = report.Pass, strings.Join(stale, " / ")
+	}
 }
 
 // selected reports whether "case [context]" name is to run: filter (if
@@ -608,7 +781,7 @@ func (r *Runner) observe(ctx context.Context, cs *caseState, in *instance) (why 
 		found[cs.rt.StateRole()] = st.Pid
 	}
 	if cs.rt.Kind == "runsc" {
-		for role, pid := range runscProcs(descendants(os.Getpid()), in.root, in.id) {
+		for role, pid := range runscProcs(descendants(os.Getpid()), in.root, in.id, in.bundle) {
 			found[role] = pid
 		}
 	}
@@ -636,7 +809,7 @@ type ociState struct {
 }
 
 func (r *Runner) state(ctx context.Context, cs *caseState, in *instance) (ociState, error) {
-	res := r.runCommand(ctx, cs, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "state", in.id, in.bundle, nil, "")...), r.scaled(30*time.Second))
+	res := r.runCommand(ctx, cs, in, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "state", in.id, in.bundle, nil, "")...), r.scaled(30*time.Second))
 	var st ociState
 	if res.err != nil {
 		return st, res.err

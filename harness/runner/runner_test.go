@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
@@ -72,13 +73,13 @@ func TestKnownRefusal(t *testing.T) {
 func TestDecide(t *testing.T) {
 	c := &casefile.Case{Divergences: []casefile.Divergence{
 		{Runtime: "runsc-stock", Reason: "shares /pause", Steps: []string{"delete-first"}},
-		{Runtime: "runc", Reason: "v2 only", Modes: []string{"cgroup-v2"}},
+		{Runtime: "runc", Reason: "v2 only", Modes: []mode.Cgroup{mode.V2}},
 	}}
 	for _, tc := range []struct {
 		name     string
 		runtime  string
 		failures []string
-		want     string
+		want     report.Outcome
 		reason   string
 	}{
 		{"no failures", "runsc-patched", nil, report.Pass, ""},
@@ -87,13 +88,15 @@ func TestDecide(t *testing.T) {
 		{"uncovered step", "runsc-stock", []string{"delete-first", "cleanup"}, report.Fail, ""},
 		{"divergence for another mode", "runc", []string{"x"}, report.Fail, ""},
 		{"declared but not seen", "runsc-stock", nil, report.Pass, "declared divergence not observed: shares /pause"},
+		{"strict: declared but not seen", "runsc-stock", nil, report.Fail, ""},
+		{"strict: seen", "runsc-stock", []string{"delete-first"}, report.Divergence, "shares /pause"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := &report.Result{}
 			for _, f := range tc.failures {
 				res.Failures = append(res.Failures, report.Failure{Step: f, Message: "m"})
 			}
-			r := &Runner{host: &cgroupfs.Host{Mode: cgroupfs.ModeHybrid}}
+			r := &Runner{host: &cgroupfs.Host{Mode: mode.Hybrid}, opt: Options{Strict: strings.HasPrefix(tc.name, "strict")}}
 			r.decide(&caseState{c: c, rt: Runtime{Name: tc.runtime}, res: res})
 			if res.Outcome != tc.want || res.Reason != tc.reason {
 				t.Errorf("outcome %q reason %q, want %q %q", res.Outcome, res.Reason, tc.want, tc.reason)
@@ -110,11 +113,23 @@ func TestGroupByPath(t *testing.T) {
 	}
 }
 
-func TestRunscProcs(t *testing.T) {
-	// Only the shape of the matcher: a PID that does not exist matches
-	// nothing.
-	if got := runscProcs([]int{1 << 30}, "/r", "id"); len(got) != 0 {
-		t.Errorf("got %v", got)
+func TestMatchRunsc(t *testing.T) {
+	procs := map[int][]string{
+		10: {"runsc-sandbox", "--root=/r", "--debug-log=/l/", "boot", "--bundle=/b", "id"},
+		11: {"runsc-gofer", "--root", "/r", "gofer", "--bundle=/b", "id"},
+		12: {"runsc-sandbox", "--root=/other", "boot", "id"},             // another --root
+		13: {"runsc-sandbox", "--root=/r", "boot", "id-2"},               // another ID
+		14: {"/usr/bin/runsc-sandbox", "--root=/r", "boot", "--root=/x"}, // ID missing
+		15: {"sleep", "--root=/r", "id"},                                 // not runsc
+		16: nil,                                                          // gone
+		// The same root path and ID, another bundle: another mount
+		// namespace's sandbox.
+		17: {"runsc-sandbox", "--root=/r", "boot", "--bundle=/b2", "id"},
+	}
+	argv := func(pid int) []string { return procs[pid] }
+	got := matchRunsc([]int{17, 10, 11, 12, 13, 14, 15, 16}, argv, "/r", "id", "/b")
+	if diff := cmp.Diff(map[string]int{"sandbox": 10, "gofer": 11}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 

@@ -10,14 +10,26 @@ import (
 	"time"
 )
 
-// Runtime is one OCI runtime binary under test.
+// Runtime is one OCI runtime binary under test, for the harness and the
+// benchmarks alike.
 type Runtime struct {
 	// Name is how cases and reports refer to it (runsc-patched, runc...).
-	Name string
+	Name string `json:"name"`
 	// Path is the binary.
-	Path string
+	Path string `json:"path"`
 	// Kind selects the command-line dialect: runsc, runc or crun.
-	Kind string
+	Kind string `json:"kind,omitempty"`
+	// Flags go before the subcommand on every call the benchmarks make
+	// (--nested-cgroups …); cases use sandbox options instead.
+	Flags []string `json:"flags,omitempty"`
+}
+
+// Label names the runtime with its extra flags, for tables.
+func (r Runtime) Label() string {
+	if len(r.Flags) == 0 {
+		return r.Name
+	}
+	return r.Name + " " + strings.Join(r.Flags, " ")
 }
 
 // ParseRuntimes parses "name=path,name=path,name" (a bare name is looked
@@ -59,10 +71,14 @@ func KindOf(name string) (string, error) {
 	return "", fmt.Errorf("runtime %q: cannot tell whether it is runsc, runc or crun from its name; name it after its kind (e.g. runsc-mine=/path)", name)
 }
 
+// Candidate is the runtime under test: the one that must meet every
+// expectation, and without which a run proves nothing.
+const Candidate = "runsc-patched"
+
 // DefaultRuntimes are used when -runtimes is not given.
 func DefaultRuntimes() []Runtime {
 	rts := []Runtime{
-		{Name: "runsc-patched", Path: "bin/runsc-patched", Kind: "runsc"},
+		{Name: Candidate, Path: "bin/runsc-patched", Kind: "runsc"},
 		{Name: "runsc-stock", Path: "bin/runsc-stock", Kind: "runsc"},
 		{Name: "runc", Path: "runc", Kind: "runc"},
 		{Name: "crun", Path: "crun", Kind: "crun"},

@@ -16,6 +16,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/harness/roottest"
 )
 
 // The test binary doubles as the exec-in-cgroup helper and, when invoked
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 		os.Exit(HelperMain(os.Args[1], os.Args[2:]))
 	}
 	switch filepath.Base(os.Args[0]) {
-	case "runc-right", "runc-wrong", "runc-leaky", "runc-dead":
+	case "runc-right", "runc-wrong", "runc-leaky", "runc-dead", "runc-slow", "runc-refuse":
 		os.Exit(fakeRuntime(filepath.Base(os.Args[0]), os.Args[1:]))
 	}
 	os.Exit(m.Run())
@@ -53,6 +54,10 @@ func fakeRuntime(kind string, args []string) int {
 	known := err == nil && json.Unmarshal(b, &st) == nil
 	switch cmd {
 	case "create":
+		if kind == "runc-refuse" {
+			fmt.Fprintln(os.Stderr, "fake runtime: refusing this cgroupsPath")
+			return 1
+		}
 		host, err := cgroupfs.Detect()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -87,6 +92,11 @@ func fakeRuntime(kind string, args []string) int {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
+		}
+		if kind == "runc-slow" {
+			// Everything is made, nothing recorded yet: a SIGKILL now
+			// leaves cgroups and a process no delete can find.
+			time.Sleep(20 * time.Second)
 		}
 		b, _ := json.Marshal(st)
 		return exitOn(os.WriteFile(stateFile, b, 0o644))
@@ -154,18 +164,13 @@ steps:
 // TestSelfTest runs the real runner, on this host's cgroups, against the
 // fake runtimes: right must pass, wrong must fail on exactly the
 // placement (and pass as an expected divergence once one is declared).
-// It needs root and works only under its own test root, which Run
-// creates and removes.
+// It needs root (roottest) and works only under its own test root, which
+// Run creates and removes.
 func TestSelfTest(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the runner creates its test root cgroup in every hierarchy")
-	}
-	if _, err := cgroupfs.Detect(); err != nil {
-		t.Skipf("no cgroups here: %v", err)
-	}
 	busybox := "/usr/bin/busybox"
-	if _, err := os.Stat(busybox); err != nil {
-		t.Skip("needs a static busybox at /usr/bin/busybox for the rootfs")
+	roottest.Require(t, busybox)
+	if _, err := cgroupfs.Detect(); err != nil {
+		t.Fatalf("no cgroups here: %v", err)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -180,10 +185,10 @@ func TestSelfTest(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		divergence bool
-		want       map[string]string
+		want       map[string]report.Outcome
 	}{
-		{"violations fail", false, map[string]string{"runc-right": report.Pass, "runc-wrong": report.Fail, "runc-leaky": report.Fail, "runc-dead": report.Fail}},
-		{"declared divergence", true, map[string]string{"runc-right": report.Pass, "runc-wrong": report.Divergence, "runc-leaky": report.Fail, "runc-dead": report.Fail}},
+		{"violations fail", false, map[string]report.Outcome{"runc-right": report.Pass, "runc-wrong": report.Fail, "runc-leaky": report.Fail, "runc-dead": report.Fail}},
+		{"declared divergence", true, map[string]report.Outcome{"runc-right": report.Pass, "runc-wrong": report.Divergence, "runc-leaky": report.Fail, "runc-dead": report.Fail}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := selfTestCase
@@ -246,6 +251,128 @@ func TestSelfTest(t *testing.T) {
 			assertNoTestRootLeft(t, rep.RunID)
 		})
 	}
+}
+
+const killTrialsCase = `
+name: kill-trials
+purpose: a create SIGKILLed after it made its cgroups but before it saved its state leaks, every trial
+source: harness self-test
+requires: [root]
+trials: 3
+sandboxes:
+  - name: a
+steps:
+  - {id: create-killed, do: create, sandbox: a, kill: {after: 1s}}
+  - {id: delete, do: delete-force, sandbox: a}
+  - {id: nothing-left, do: check, check: {nothingLeft: true}}
+`
+
+// TestSelfTestKillAndTrials: a kill step really kills the runtime command,
+// trials count what they should, and every trial starts from a clean tree.
+func TestSelfTestKillAndTrials(t *testing.T) {
+	busybox := "/usr/bin/busybox"
+	roottest.Require(t, busybox)
+	rep := runSelfTest(t, killTrialsCase, busybox, "runc-slow", "runc-right")
+	for _, res := range rep.Results {
+		tr := res.Trials
+		if tr == nil {
+			t.Fatalf("%s: no trial summary: %+v", res.Runtime, res)
+		}
+		want := report.Trials{Trials: 3}
+		if res.Runtime == "runc-slow" {
+			// Killed after its cgroups and process exist, before its state
+			// does: delete finds nothing, every trial leaks.
+			want.Killed, want.Failed, want.Leaked = 3, 3, 3
+		}
+		got := *tr
+		got.LeakedItems, got.MaxDeleteMS = 0, 0
+		if got != want {
+			t.Errorf("%s: trials %+v, want %+v (failures %+v)", res.Runtime, *tr, want, res.Failures)
+		}
+		if res.Runtime == "runc-slow" {
+			if res.Outcome != report.Fail || !strings.Contains(res.Steps[0].Note, "SIGKILLed the runtime command after 1s") {
+				t.Errorf("runc-slow: outcome %s, first step %+v", res.Outcome, res.Steps[0])
+			}
+			// Each trial's leak is its own: the scrub between trials
+			// leaves the next one a clean tree.
+			for _, f := range res.Failures {
+				if f.Step == "nothing-left" && strings.Count(f.Diff, "fake-") != 1 {
+					t.Errorf("a trial saw another trial's leaks: %s", f.Diff)
+				}
+			}
+		}
+	}
+	assertNoTestRootLeft(t, rep.RunID)
+}
+
+const tableCase = `
+name: table
+purpose: the table protocol sorts inputs into works and refused
+source: harness self-test
+requires: [root]
+sandboxes:
+  - name: sb
+    spec:
+      linux: {cgroupsPath: "${input}"}
+inputs:
+  - {name: fine, path: "x-${token}", expect: works, placement: {relation: beneath, path: "fake-${id}"}}
+  - {name: bad, path: "y-${token}", expect: refused}
+`
+
+func TestSelfTestTable(t *testing.T) {
+	busybox := "/usr/bin/busybox"
+	roottest.Require(t, busybox)
+	rep := runSelfTest(t, tableCase, busybox, "runc-right", "runc-refuse")
+	for _, res := range rep.Results {
+		var cats []string
+		for _, in := range res.Inputs {
+			cats = append(cats, in.Category)
+		}
+		failed := map[string]bool{}
+		for _, f := range res.Failures {
+			failed[f.Step] = true
+		}
+		switch res.Runtime {
+		case "runc-right":
+			// The fake ignores the path and makes fake-<id> beneath C.
+			if strings.Join(cats, ",") != "works,works" || !failed["input-bad"] || failed["input-fine"] {
+				t.Errorf("runc-right: categories %v, failures %+v", cats, res.Failures)
+			}
+		case "runc-refuse":
+			if strings.Join(cats, ",") != "refused,refused" || !failed["input-fine"] || failed["input-bad"] {
+				t.Errorf("runc-refuse: categories %v, failures %+v", cats, res.Failures)
+			}
+		}
+	}
+	assertNoTestRootLeft(t, rep.RunID)
+}
+
+// runSelfTest runs one case against fake runtimes (symlinks to the test
+// binary) and returns the report.
+func runSelfTest(t *testing.T, src, busybox string, fakes ...string) *report.Report {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := casefile.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var rts []Runtime
+	for _, n := range fakes {
+		if err := os.Symlink(self, filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
+		rts = append(rts, Runtime{Name: n, Path: filepath.Join(dir, n), Kind: "runc"})
+	}
+	var progress strings.Builder
+	rep, err := Run(context.Background(), Options{Cases: []*casefile.Case{c}, Runtimes: rts, Busybox: busybox, Self: self, CaseTimeout: time.Minute, Progress: &progress})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	return rep
 }
 
 func assertNoTestRootLeft(t *testing.T, runID string) {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/check"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 	"golang.org/x/sys/unix"
 )
@@ -53,6 +55,12 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		recs = r.forInstances(ctx, cs, st, r.commandStep)
 	case "kill-sandbox", "kill-gofer":
 		recs = r.forInstances(ctx, cs, st, r.killStep)
+	case "cycle":
+		recs = r.forInstances(ctx, cs, st, r.cycleStep)
+	case "join":
+		recs = r.forInstances(ctx, cs, st, r.joinStep)
+	case "kill-process":
+		recs = []report.Step{r.killProcessStep(cs, st)}
 	case "wait-stopped":
 		recs = r.forInstances(ctx, cs, st, r.waitStoppedStep)
 	case "burn":
@@ -66,7 +74,7 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		recs = []report.Step{rec}
 	case "sleep":
 		select {
-		case <-time.After(time.Duration(st.Seconds * float64(time.Second))):
+		case <-time.After(st.Duration.Duration):
 		case <-ctx.Done():
 		}
 		recs = []report.Step{{ID: st.ID, Do: st.Do}}
@@ -106,7 +114,7 @@ func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.S
 				e := check.Expect{}
 				if st.Expect != nil {
 					within := r.scaled(st.Expect.Within.Duration)
-					e = check.Expect{Fail: st.Expect.Fail, AnyExit: st.Expect.AnyExit, Output: st.Expect.Output, Within: within}
+					e = check.Expect{Fail: st.Expect.Fail, AnyExit: st.Expect.AnyExit, Output: expandFor(cs, in, st.Expect.Output), Within: within}
 				}
 				for _, m := range check.Evaluate(e, *res) {
 					cs.fail(st.ID, in.label+": "+m, "")
@@ -148,13 +156,31 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	var rec report.Step
 	var last cmdResult
 	total := time.Duration(0)
+	killAfter := r.killDelay(st.Kill)
 	for _, a := range actions {
 		if a == "create" {
 			in.before = r.snapshot(cs)
 		}
-		last = r.runCommand(ctx, cs, r.runtimeArgs(cs, in, a, st), r.commandLimit())
+		last = r.runKilled(ctx, cs, in, r.runtimeArgs(cs, in, a, st), r.commandLimit(), killAfter)
 		total += last.dur
 		rec = record(last)
+		if a == "delete" || a == "delete-force" {
+			cs.noteDelete(last.dur)
+		}
+		if st.Kill != nil {
+			if last.killed {
+				cs.mu.Lock()
+				cs.killed = true
+				cs.mu.Unlock()
+				rec.Note = fmt.Sprintf("SIGKILLed the runtime command after %s", killAfter.Round(time.Millisecond))
+			} else {
+				rec.Note = fmt.Sprintf("the runtime command exited %d before its SIGKILL at %s", last.exit, killAfter.Round(time.Millisecond))
+			}
+			if a == "create" {
+				in.created = true // whatever it got to, delete must find it
+			}
+			break
+		}
 		if last.exit == 0 && last.err == nil {
 			switch a {
 			case "create":
@@ -172,8 +198,11 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 		}
 	}
 	notes := in.notes
+	if rec.Note != "" {
+		notes = append([]string{rec.Note}, notes...)
+	}
 	if st.Do == "create" || st.Do == "start" || st.Do == "run" {
-		if why := r.observe(ctx, cs, in); why != "" && last.exit == 0 && last.err == nil {
+		if why := r.observe(ctx, cs, in); why != "" && last.exit == 0 && last.err == nil && !last.killed {
 			notes = append(notes, "no process observed: "+why)
 		}
 		rec.Processes = in.procs
@@ -182,7 +211,114 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	if last.err != nil {
 		rec.Error = last.err.Error()
 	}
+	if st.Kill != nil {
+		// A killed command has no exit status to hold it to; what it left
+		// is for the steps after it to find.
+		return rec, nil
+	}
 	return rec, &check.Command{Exit: last.exit, Output: last.output, Dur: total}
+}
+
+// killDelay is when to SIGKILL a runtime command: the fixed delay, or a
+// uniformly random one in [min, max), scaled like every bound (under
+// emulation a create is slower, and so is the moment to hit inside it).
+func (r *Runner) killDelay(k *casefile.Kill) time.Duration {
+	switch {
+	case k == nil:
+		return 0
+	case k.After.Duration > 0:
+		return r.scaled(k.After.Duration)
+	}
+	span := k.Max.Duration - k.Min.Duration
+	return r.scaled(k.Min.Duration + time.Duration(rand.Int64N(int64(span))))
+}
+
+// cycleStep runs Repeat rounds of create, start and delete --force of one
+// instance, each command held to exit 0: instances of a count: N sandbox
+// cycle side by side, so one's delete races another's create.
+func (r *Runner) cycleStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+	t0 := time.Now()
+	var bad []string
+	rounds := 0
+	for k := 0; k < st.Repeat && ctx.Err() == nil && len(bad) == 0; k++ {
+		rounds++
+		failed := false
+		for _, a := range []string{"create", "start", "delete-force"} {
+			if failed && a != "delete-force" {
+				continue // still delete what this round made
+			}
+			res := r.runCommand(ctx, cs, in, r.runtimeArgs(cs, in, a, st), r.commandLimit())
+			switch a {
+			case "create":
+				in.created, in.deleted = true, false
+			case "delete-force":
+				cs.noteDelete(res.dur)
+				if res.exit == 0 && res.err == nil {
+					in.deleted = true
+				}
+			}
+			if res.exit != 0 || res.err != nil {
+				why := fmt.Sprintf("round %d: %s exited %d: %s", k+1, a, res.exit, check.LastLines(res.output, 3))
+				if res.err != nil {
+					why += " (" + res.err.Error() + ")"
+				}
+				bad = append(bad, why)
+				failed = true
+			}
+		}
+	}
+	for _, b := range bad {
+		cs.fail(st.ID, in.label+": "+b, "")
+	}
+	rec := report.Step{DurationMS: time.Since(t0).Milliseconds(), Note: fmt.Sprintf("%d of %d rounds of create, start, delete --force", rounds, st.Repeat)}
+	if len(bad) > 0 {
+		rec.Error = strings.Join(bad, "; ")
+	}
+	return rec, nil
+}
+
+// joinStep moves a setup process into the sandbox's cgroup in every
+// hierarchy the sandbox's main process has one of its own: a foreign
+// process inside a sandbox's cgroup (another tenant's, a debugging shell),
+// which makes the cgroup busy at delete.
+func (r *Runner) joinStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+	pid := cs.foreign[st.Process]
+	m, ok := check.Main(in.procs)
+	if !ok {
+		cs.fail(st.ID, in.label+": no process of the sandbox observed to find its cgroup", "")
+		return report.Step{Error: "no sandbox process"}, nil
+	}
+	var moved []string
+	for _, h := range r.host.Hierarchies {
+		cg, ok := m.Cgroups[h.Key]
+		if !ok || cg == cs.caller[h.Key] || cg == "/" {
+			continue
+		}
+		if !cgroupfs.IsUnder(cg, r.tree.Root) && !strings.Contains(cg, r.token) {
+			cs.fail(st.ID, fmt.Sprintf("%s: the sandbox's cgroup %s:%s is neither below the test root nor named with the run token: not moving a process there", in.label, h.Name(), cg), "")
+			continue
+		}
+		if err := cgroupfs.WritePid(h.Dir(cg), pid); err != nil {
+			cs.fail(st.ID, fmt.Sprintf("%s: moving %s (pid %d) into %s:%s: %v", in.label, st.Process, pid, h.Name(), cg, err), "")
+			continue
+		}
+		moved = append(moved, h.Name()+":"+cg)
+	}
+	if len(moved) == 0 {
+		cs.fail(st.ID, in.label+": the sandbox has no cgroup of its own to join", "")
+	}
+	return report.Step{Note: fmt.Sprintf("%s (pid %d) joined %s", st.Process, pid, strings.Join(moved, " "))}, nil
+}
+
+// killProcessStep SIGKILLs a setup process and waits until it is gone.
+func (r *Runner) killProcessStep(cs *caseState, st *casefile.Step) report.Step {
+	pid := cs.foreign[st.Process]
+	rec := report.Step{ID: st.ID, Do: st.Do, Note: fmt.Sprintf("SIGKILL %s pid %d", st.Process, pid)}
+	if left := killAndWait([]int{pid}, r.scaled(10*time.Second)); len(left) > 0 {
+		cs.fail(st.ID, fmt.Sprintf("%s (pid %d) survived SIGKILL", st.Process, pid), "")
+		rec.Error = "survived SIGKILL"
+	}
+	return rec
 }
 
 func (r *Runner) killStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
@@ -207,17 +343,19 @@ func (r *Runner) killStep(ctx context.Context, cs *caseState, st *casefile.Step,
 		return report.Step{Error: "no " + role + " process"}, nil
 	}
 	t0 := time.Now()
-	left := killAndWait([]int{pid}, 10*time.Second)
+	limit := r.scaled(10 * time.Second)
+	left := killAndWait([]int{pid}, limit)
 	rec := report.Step{Note: fmt.Sprintf("SIGKILL %s pid %d", role, pid), DurationMS: time.Since(t0).Milliseconds()}
 	if len(left) > 0 {
-		cs.fail(st.ID, fmt.Sprintf("%s: %s pid %d survived SIGKILL for 10s", in.label, role, pid), "")
+		cs.fail(st.ID, fmt.Sprintf("%s: %s pid %d survived SIGKILL for %s", in.label, role, pid, limit), "")
 	}
 	return rec, nil
 }
 
 func (r *Runner) waitStoppedStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
 	t0 := time.Now()
-	deadline := t0.Add(15 * time.Second)
+	limit := r.scaled(15 * time.Second)
+	deadline := t0.Add(limit)
 	last := ""
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		s, err := r.state(ctx, cs, in)
@@ -231,7 +369,7 @@ func (r *Runner) waitStoppedStep(ctx context.Context, cs *caseState, st *casefil
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	cs.fail(st.ID, fmt.Sprintf("%s: not stopped after 15s (%s)", in.label, last), "")
+	cs.fail(st.ID, fmt.Sprintf("%s: not stopped after %s (%s)", in.label, limit, last), "")
 	return report.Step{Error: last}, nil
 }
 
@@ -243,7 +381,7 @@ func (r *Runner) waitStoppedStep(ctx context.Context, cs *caseState, st *casefil
 func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
 	key := ""
 	for _, h := range r.host.Hierarchies {
-		if r.host.Mode == cgroupfs.ModeV2 && h.V2 || r.host.Mode != cgroupfs.ModeV2 && contains(h.Controllers(), "cpuacct") {
+		if r.host.Mode == mode.V2 && h.V2 || r.host.Mode != mode.V2 && contains(h.Controllers(), "cpuacct") {
 			key = h.Key
 		}
 	}
@@ -266,8 +404,9 @@ func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step,
 		return report.Step{Error: err.Error()}, nil
 	}
 	burn := *st
-	burn.Args = []string{"/bin/timeout", fmt.Sprintf("%g", st.Seconds), "/bin/sh", "-c", "while :; do :; done"}
-	res := r.runCommand(ctx, cs, r.runtimeArgs(cs, in, "exec", &burn), r.commandLimit())
+	secs := st.Duration.Seconds()
+	burn.Args = []string{"/bin/timeout", fmt.Sprintf("%g", secs), "/bin/sh", "-c", "while :; do :; done"}
+	res := r.runCommand(ctx, cs, in, r.runtimeArgs(cs, in, "exec", &burn), r.commandLimit())
 	sb1, c1, err := read()
 	if err != nil {
 		cs.fail(st.ID, "reading CPU usage: "+err.Error(), "")
@@ -278,8 +417,8 @@ func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step,
 	rec.Note = fmt.Sprintf("burned %.2fs wall; sandbox cgroup %s charged %.2fs; caller cgroup %s charged %.2fs", res.dur.Seconds(), sandboxCg, dSb.Seconds(), callerCg, dC.Seconds())
 	if st.Expect != nil && st.Expect.RollupAtLeast > 0 {
 		switch {
-		case dSb < time.Duration(0.2*st.Seconds*float64(time.Second)):
-			cs.fail(st.ID, fmt.Sprintf("%s: the sandbox's cgroup was charged only %.2fs for a %gs burn: the burn did not run (exit %d: %s)", in.label, dSb.Seconds(), st.Seconds, res.exit, trunc(res.output, 200)), "")
+		case dSb < time.Duration(0.2*float64(st.Duration.Duration)):
+			cs.fail(st.ID, fmt.Sprintf("%s: the sandbox's cgroup was charged only %.2fs for a %gs burn: the burn did not run (exit %d: %s)", in.label, dSb.Seconds(), secs, res.exit, trunc(res.output, 200)), "")
 		case dC < time.Duration(st.Expect.RollupAtLeast*float64(dSb)):
 			cs.fail(st.ID, fmt.Sprintf("%s: the caller's cgroup was charged %.2fs of the sandbox's %.2fs, want at least %.0f%% (the sandbox's CPU is not accounted to its caller)", in.label, dC.Seconds(), dSb.Seconds(), 100*st.Expect.RollupAtLeast), "")
 		}
@@ -308,7 +447,7 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 			rel = expandFor(cs, cs.insts[p.Sandbox][0], rel)
 		}
 		// With several instances a path can only name a shared parent.
-		return check.Placement(p.Relation, rel, p.Roles, procs, cs.caller, keys, names)
+		return check.Placement(r.relation(p.Relation), rel, p.Roles, procs, cs.caller, keys, names)
 	case len(c.Distinct) > 0:
 		m := map[string][]report.Process{}
 		for _, s := range c.Distinct {
@@ -391,6 +530,11 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 		return check.Placement(c.Holders, "", nil, procs, cs.caller, keys, names)
 	case c.RunscLog != nil:
 		return r.checkRunscLog(cs, c.RunscLog)
+	case c.NothingRemoved:
+		_, removed := diffSets(cs.baseline, r.snapshot(cs))
+		if len(removed) > 0 {
+			return fmt.Sprintf("%d cgroup(s) of the baseline removed (a runtime removed what it did not create)", len(removed)), strings.Join(groupByPath(removed, len(r.host.Hierarchies)), "\n")
+		}
 	case c.NothingCreated:
 		added, _ := diffSets(cs.baseline, r.snapshot(cs))
 		if len(added) > 0 {
@@ -398,6 +542,19 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 		}
 	}
 	return "", ""
+}
+
+// relation resolves "base", where a relative cgroupsPath goes by default:
+// beneath the caller C on v1 and hybrid hosts, beside it (in C's parent)
+// on v2.
+func (r *Runner) relation(rel string) string {
+	if rel != "base" {
+		return rel
+	}
+	if r.host.Mode == mode.V2 {
+		return "beside"
+	}
+	return "beneath"
 }
 
 func expandFor(cs *caseState, in *instance, s string) string {
@@ -481,25 +638,12 @@ func unwrapErrno(err error) error {
 	return err
 }
 
-// writeStep writes a value into a cgroup file of the context (below the
-// case root only).
+// writeStep writes a value into a file of an existing cgroup of the
+// context (below the case root only; make it with a setup mkdir).
 func (r *Runner) writeStep(cs *caseState, w *casefile.Write) error {
-	h, err := r.host.ForFile(w.File)
+	dirs, err := r.cgroupDirs(cs, w.Cgroup)
 	if err != nil {
 		return err
 	}
-	d := cs.callerOf(h.Key)
-	switch {
-	case w.Cgroup == "parent":
-		d = path.Dir(d)
-	case strings.HasPrefix(w.Cgroup, "caller/"):
-		d = path.Join(d, strings.TrimPrefix(w.Cgroup, "caller/"))
-	}
-	if err := r.tree.Mkdir(d); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(h.Dir(d), w.File), []byte(w.Value), 0o644); err != nil {
-		return fmt.Errorf("writing %q to %s:%s/%s: %w", w.Value, h.Name(), d, w.File, err)
-	}
-	return nil
+	return r.writeIn(dirs, w.File, w.Value)
 }

@@ -17,8 +17,8 @@
 package prtext
 
 import (
+	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -34,13 +34,14 @@ const (
 	Fail       = report.Fail
 	Divergence = report.Divergence
 	Skip       = report.Skip
-	Missing    = "missing"
+	Missing    = report.Outcome("missing")
 )
 
 // Outcome is one case, in one caller context, run by one runtime in one
 // host mode.
 type Outcome struct {
-	Case, Context, Runtime, Mode, Outcome, Reason string
+	Case, Context, Runtime, Mode, Reason string
+	Outcome                              report.Outcome
 }
 
 // Results is a run, flattened.
@@ -66,89 +67,84 @@ func Load(path string) (*Results, error) {
 	return res, nil
 }
 
-// Parse tells the two report kinds apart by their top-level fields: a
-// conformance report has "schema", a matrix report "modes".
+// Parse tells the two report kinds apart by their schema and reads each
+// with harness/report's reader.
 func Parse(data []byte) (*Results, error) {
-	var top map[string]json.RawMessage
+	var top struct {
+		Schema string `json:"schema"`
+	}
 	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, fmt.Errorf("not a report.json: %w", err)
 	}
-	switch {
-	case top["schema"] != nil:
-		r, err := report.Read(strings.NewReader(string(data)))
+	switch top.Schema {
+	case report.Schema:
+		r, err := report.Read(bytes.NewReader(data))
 		if err != nil {
 			return nil, err
 		}
 		return fromConformance(r), nil
-	case top["modes"] != nil:
-		return parseMatrix(data)
+	case report.MatrixSchema:
+		m, err := report.ReadMatrix(bytes.NewReader(data))
+		if err != nil {
+			return nil, err
+		}
+		return fromMatrix(m), nil
 	}
-	return nil, errors.New(`neither a conformance report (no "schema") nor a matrix report (no "modes")`)
+	return nil, fmt.Errorf("schema %q is neither a conformance report (%s) nor a matrix report (%s)", top.Schema, report.Schema, report.MatrixSchema)
 }
 
 func fromConformance(r *report.Report) *Results {
+	host := string(r.Host.CgroupMode)
+	if r.Host.MatrixHost != "" {
+		host = string(r.Host.MatrixHost)
+	}
 	res := &Results{Source: fmt.Sprintf("conformance run on one host (mode %s, kernel %s), %s",
-		r.Host.Mode, r.Host.Kernel, r.Started.UTC().Format("2006-01-02")), Versions: map[string]string{}}
+		host, r.Host.Kernel, r.Started.UTC().Format("2006-01-02")), Versions: map[string]string{}}
 	for _, rt := range r.Runtimes {
 		if v := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(rt.Version, ";", 2)[0], "runsc version")); v != "" {
 			res.Versions[rt.Name] = v
 		}
 	}
 	for _, x := range r.Results {
-		reason := x.Reason
-		if x.Outcome == Fail {
-			var msgs []string
-			for _, f := range x.Failures {
-				if !f.Expected {
-					msgs = append(msgs, f.Step+": "+f.Message)
-				}
-			}
-			reason = strings.Join(msgs, "; ")
-		}
-		res.add(Outcome{Case: x.Case, Context: x.Context, Runtime: x.Runtime, Mode: x.Mode, Outcome: x.Outcome, Reason: reason})
+		res.add(outcomeOf(x, host))
 	}
 	return res
 }
 
-// matrixFile is the part of ci/matrixreport's report.json a table needs.
-type matrixFile struct {
-	Kernel string `json:"kernel"`
-	Accel  string `json:"accel"`
-	Modes  []struct {
-		Mode    string `json:"mode"`
-		Status  string `json:"status"`
-		Records []struct {
-			Case    string `json:"case"` // "name [context]"
-			Runtime string `json:"runtime"`
-			Outcome string `json:"outcome"`
-			Reason  string `json:"reason"`
-		} `json:"records"`
-	} `json:"modes"`
+// outcomeOf is one result's cell; a failure's reason is its unexpected
+// failures.
+func outcomeOf(x report.Result, host string) Outcome {
+	reason := x.Reason
+	if x.Outcome == Fail {
+		var msgs []string
+		for _, f := range x.Failures {
+			if !f.Expected {
+				msgs = append(msgs, f.Step+": "+f.Message)
+			}
+		}
+		reason = strings.Join(msgs, "; ")
+	}
+	return Outcome{Case: x.Case, Context: x.Context, Runtime: x.Runtime, Mode: host, Outcome: x.Outcome, Reason: reason}
 }
 
-func parseMatrix(data []byte) (*Results, error) {
-	var m matrixFile
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("matrix report: %w", err)
-	}
+func fromMatrix(m *report.Matrix) *Results {
 	var modes []string
-	for _, mr := range m.Modes {
-		s := mr.Mode
-		if mr.Status != "" && mr.Status != "reported" {
-			s += " (" + mr.Status + ")"
+	for _, h := range m.Hosts {
+		s := string(h.Host)
+		if h.Status != "" && h.Status != report.Reported {
+			s += " (" + h.Status + ")"
 		}
 		modes = append(modes, s)
 	}
 	res := &Results{Source: fmt.Sprintf("matrix run, one VM per host mode (%s; kernel %s, QEMU %s)",
 		strings.Join(modes, ", "), orUnknown(m.Kernel), orUnknown(m.Accel))}
-	for _, mr := range m.Modes {
-		res.addMode(mr.Mode)
-		for _, r := range mr.Records {
-			c, cx := splitCase(r.Case)
-			res.add(Outcome{Case: c, Context: cx, Runtime: r.Runtime, Mode: mr.Mode, Outcome: r.Outcome, Reason: r.Reason})
+	for _, h := range m.Hosts {
+		res.addMode(string(h.Host))
+		for _, x := range h.Results {
+			res.add(outcomeOf(x, string(h.Host)))
 		}
 	}
-	return res, nil
+	return res
 }
 
 func orUnknown(s string) string {
@@ -258,13 +254,13 @@ func (r row) String() string {
 }
 
 // Symbols of a cell.
-var symbols = map[string]string{Pass: "✓", Divergence: "✗", Fail: "FAIL", Skip: "–", Missing: "?"}
+var symbols = map[report.Outcome]string{Pass: "✓", Divergence: "✗", Fail: "FAIL", Skip: "–", Missing: "?"}
 
-func symbol(outcome string) string {
+func symbol(outcome report.Outcome) string {
 	if s, ok := symbols[outcome]; ok {
 		return s
 	}
-	return outcome
+	return string(outcome)
 }
 
 // Table renders the rows sels select, before → after per mode, then the
@@ -303,7 +299,11 @@ func Table(res *Results, sels []Selector, before, after string) (string, []strin
 	var table [][]string
 	var warnings []string
 	// A note per runtime, case, outcome and reason, naming its contexts.
-	type noteKey struct{ runtime, kase, outcome, reason string }
+	type noteKey struct {
+		runtime, kase string
+		outcome       report.Outcome
+		reason        string
+	}
 	var noteOrder []noteKey
 	noteContexts := map[noteKey][]string{}
 	note := func(o Outcome) {

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"os/exec"
@@ -8,8 +9,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/harness/report"
 	"github.com/runsc-cgroups/cgconform/runscbuild"
 	"github.com/runsc-cgroups/cgconform/runscbuild/patchmail"
 	"github.com/runsc-cgroups/cgconform/runscbuild/prtext"
@@ -26,13 +29,23 @@ func neutralMail(subject string) string {
 
 const prMD = "# runsc/cgroup: x\n\n## Before and after\n\n<!-- table: delete -->\n"
 
-const conformanceJSON = `{"schema": "cgconform/report/v1", "started": "2026-12-03T10:00:00Z", "finished": "2026-12-03T10:01:00Z",
- "host": {"mode": "hybrid", "kernel": "6.1.0", "uid": 0, "hostname": "h", "systemdPID1": false, "cgroupNS": false, "hierarchies": []},
- "runtimes": [], "summary": {},
- "results": [
-  {"case": "delete", "context": "host", "runtime": "runsc-stock", "mode": "hybrid", "hostMode": "hybrid", "file": "", "source": "", "purpose": "", "outcome": "expected-divergence", "reason": "leaks", "durationMs": 1},
-  {"case": "delete", "context": "host", "runtime": "runsc-patched", "mode": "hybrid", "hostMode": "hybrid", "file": "", "source": "", "purpose": "", "outcome": "pass", "durationMs": 1}
- ]}`
+// conformanceJSON is a conformance report.json, as cgconform writes it.
+func conformanceJSON(t *testing.T) string {
+	t.Helper()
+	r := &report.Report{
+		Schema: report.Schema, Started: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC),
+		Host: report.Host{CgroupMode: "hybrid", Kernel: "6.1.0"},
+		Results: []report.Result{
+			{Case: "delete", Context: "host", Runtime: "runsc-stock", CgroupMode: "hybrid", Outcome: report.Divergence, Reason: "leaks"},
+			{Case: "delete", Context: "host", Runtime: "runsc-patched", CgroupMode: "hybrid", Outcome: report.Pass},
+		},
+	}
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
 
 func writeSeriesFixture(t *testing.T) *runscbuild.Series {
 	t.Helper()
@@ -54,7 +67,7 @@ func writeSeriesFixture(t *testing.T) *runscbuild.Series {
 
 func TestWrite(t *testing.T) {
 	s := writeSeriesFixture(t)
-	res, err := prtext.Parse([]byte(conformanceJSON))
+	res, err := prtext.Parse([]byte(conformanceJSON(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

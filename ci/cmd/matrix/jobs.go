@@ -5,16 +5,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/ci/matrixreport"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // runModes runs one VM per mode, at most jobs at a time, in the order given,
 // and returns their results in that order. run also learns how many modes
 // have not finished yet (its own included), for its share of a budget. A
 // mode not yet started when ctx ends is not booted.
-func runModes(ctx context.Context, jobs int, modes []vmimage.Mode, run func(i int, m vmimage.Mode, unfinished int) matrixreport.ModeRun) []matrixreport.ModeRun {
-	out := make([]matrixreport.ModeRun, len(modes))
+func runModes(ctx context.Context, jobs int, modes []vmimage.Mode, run func(i int, m vmimage.Mode, unfinished int) report.HostRun) []report.HostRun {
+	out := make([]report.HostRun, len(modes))
 	started := make([]bool, len(modes))
 	slots := make(chan struct{}, jobs)
 	var mu sync.Mutex
@@ -45,7 +46,7 @@ func runModes(ctx context.Context, jobs int, modes []vmimage.Mode, run func(i in
 	wg.Wait()
 	for i, m := range modes {
 		if !started[i] {
-			out[i] = matrixreport.ModeRun{Mode: m.Name, About: m.About, Status: "no-report", Problem: "not booted: the run was interrupted"}
+			out[i] = report.HostRun{Host: mode.Host(m.Name), About: m.About, Status: report.NoReport, Problem: "not booted: the run was interrupted"}
 		}
 	}
 	return out

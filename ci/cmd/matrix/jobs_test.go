@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/runsc-cgroups/cgconform/ci/matrixreport"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 func TestBudgetShare(t *testing.T) {
@@ -37,7 +38,7 @@ func TestRunModesBoundsConcurrencyAndKeepsOrder(t *testing.T) {
 	var mu sync.Mutex
 	running, most := 0, 0
 	var unfinishedSeen []int
-	got := runModes(context.Background(), 2, modes, func(i int, m vmimage.Mode, unfinished int) matrixreport.ModeRun {
+	got := runModes(context.Background(), 2, modes, func(i int, m vmimage.Mode, unfinished int) report.HostRun {
 		mu.Lock()
 		running++
 		most = max(most, running)
@@ -47,14 +48,14 @@ func TestRunModesBoundsConcurrencyAndKeepsOrder(t *testing.T) {
 		mu.Lock()
 		running--
 		mu.Unlock()
-		return matrixreport.ModeRun{Mode: m.Name, Status: "reported"}
+		return report.HostRun{Host: mode.Host(m.Name), Status: "reported"}
 	})
 	if most != 2 {
 		t.Errorf("at most %d VMs ran at once, want 2", most)
 	}
 	var names, want []string
 	for i, mr := range got {
-		names = append(names, mr.Mode)
+		names = append(names, string(mr.Host))
 		want = append(want, modes[i].Name)
 	}
 	if d := cmp.Diff(want, names); d != "" {
@@ -74,10 +75,10 @@ func TestRunModesBoundsConcurrencyAndKeepsOrder(t *testing.T) {
 func TestRunModesBootsNothingAfterInterrupt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	booted := 0
-	got := runModes(ctx, 1, vmimage.Modes, func(i int, m vmimage.Mode, _ int) matrixreport.ModeRun {
+	got := runModes(ctx, 1, vmimage.Modes, func(i int, m vmimage.Mode, _ int) report.HostRun {
 		booted++
 		cancel() // the first mode is interrupted while it runs
-		return matrixreport.ModeRun{Mode: m.Name, Status: "crashed"}
+		return report.HostRun{Host: mode.Host(m.Name), Status: "crashed"}
 	})
 	if booted != 1 {
 		t.Errorf("%d modes booted, want 1", booted)
@@ -120,10 +121,30 @@ func TestPayloadPassesTheTimeScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "-run ^x -skip y$ -time-scale=10 -timeout 5m"; p.HarnessArgs != want {
+	if want := "-run ^x -skip y$ -time-scale=10 -throwaway -timeout 5m"; p.HarnessArgs != want {
 		t.Errorf("harness args %q, want %q", p.HarnessArgs, want)
 	}
 	if _, err := payloadFor(options{bin: bin, timeScale: 10, harnessArgs: "-time-scale=3"}); err == nil || !strings.Contains(err.Error(), "matrix's own -time-scale") {
 		t.Errorf("a -time-scale inside -harness-args: err %v, want a pointer to the matrix's -time-scale", err)
+	}
+}
+
+// The matrix's hosts and the images it boots are one vocabulary: every
+// image mode is a mode.Host, in the same order, and maps to the layout
+// its kernel arguments make.
+func TestImageModesAreHosts(t *testing.T) {
+	var names []mode.Host
+	for _, m := range vmimage.Modes {
+		h, err := mode.ParseHost(m.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h)
+		if h.Systemd() != (m.Base == vmimage.BaseSystemd) {
+			t.Errorf("%s: systemd %v, but the image is %s", h, h.Systemd(), m.Base)
+		}
+	}
+	if d := cmp.Diff(mode.Hosts, names); d != "" {
+		t.Errorf("image modes differ from mode.Hosts (-want +got):\n%s", d)
 	}
 }

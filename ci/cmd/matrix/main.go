@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/ci/matrixreport"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 	"github.com/runsc-cgroups/cgconform/ci/vmrun"
+	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 func main() {
@@ -63,7 +63,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var m *matrixreport.Matrix
+	var m *report.Matrix
 	var err error
 	if o.merge != "" {
 		m, err = merge(o)
@@ -100,21 +100,17 @@ type options struct {
 }
 
 // merge joins the reports of runs made elsewhere (the CI jobs of each mode).
-func merge(o options) (*matrixreport.Matrix, error) {
-	var ms []*matrixreport.Matrix
+func merge(o options) (*report.Matrix, error) {
+	var ms []*report.Matrix
 	for _, dir := range strings.Split(o.merge, ",") {
-		data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		m, err := report.ReadMatrixFile(filepath.Join(dir, "report.json"))
 		if err != nil {
 			return nil, fmt.Errorf("reading a run to merge: %w", err)
 		}
-		var m matrixreport.Matrix
-		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("%s/report.json is not a matrix report: %w", dir, err)
-		}
-		ms = append(ms, &m)
+		ms = append(ms, m)
 	}
-	m := matrixreport.Merge(ms...)
-	if err := m.WriteAll(o.out); err != nil {
+	m := report.MergeMatrices(ms...)
+	if err := matrixreport.WriteAll(o.out, m); err != nil {
 		return nil, err
 	}
 	md, _ := os.ReadFile(filepath.Join(o.out, "report.md"))
@@ -122,7 +118,7 @@ func merge(o options) (*matrixreport.Matrix, error) {
 	return m, nil
 }
 
-func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
+func run(ctx context.Context, o options) (*report.Matrix, error) {
 	modes, err := vmimage.ParseModes(o.modes)
 	if err != nil {
 		return nil, err
@@ -198,8 +194,8 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 	defer os.RemoveAll(staged.Dir)
 	logf("images ready in %s (kernel %s)", time.Since(start).Round(time.Second), kernel)
 
-	matrix := &matrixreport.Matrix{Kernel: o.kernelPkg, Accel: accelName(kvm)}
-	matrix.Modes = runModes(ctx, o.jobs, modes, func(i int, m vmimage.Mode, unfinished int) matrixreport.ModeRun {
+	matrix := &report.Matrix{Schema: report.MatrixSchema, Kernel: o.kernelPkg, Accel: accelName(kvm)}
+	matrix.Hosts = runModes(ctx, o.jobs, modes, func(i int, m vmimage.Mode, unfinished int) report.HostRun {
 		n := len(modes)
 		logf("[%d/%d] mode %s: %s", i+1, n, m.Name, m.About)
 		timeout := o.timeout
@@ -208,13 +204,13 @@ func run(ctx context.Context, o options) (*matrixreport.Matrix, error) {
 		}
 		logf("[%d/%d] mode %s: time limit %s", i+1, n, m.Name, timeout.Round(time.Second))
 		mr := runMode(ctx, o, m, kernel, bases[m.Base], staged, kvm, timeout)
-		logf("[%d/%d] mode %s: %s, boot %.0fs, total %.0fs, %d records", i+1, n, m.Name, mr.Status, mr.BootSeconds, mr.WallSeconds, len(mr.Records))
+		logf("[%d/%d] mode %s: %s, boot %.0fs, total %.0fs, %d results", i+1, n, m.Name, mr.Status, mr.BootSeconds, mr.WallSeconds, len(mr.Results))
 		return mr
 	})
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("interrupted: %w", err)
 	}
-	if err := matrix.WriteAll(o.out); err != nil {
+	if err := matrixreport.WriteAll(o.out, matrix); err != nil {
 		return nil, fmt.Errorf("writing the matrix reports: %w", err)
 	}
 	md, _ := os.ReadFile(filepath.Join(o.out, "report.md"))
@@ -256,7 +252,9 @@ func harnessArgs(o options) (string, error) {
 	if strings.Contains(o.harnessArgs, "-time-scale") {
 		return "", fmt.Errorf("-harness-args %q: give the time scale as the matrix's own -time-scale (it defaults by accelerator)", o.harnessArgs)
 	}
-	args := strings.TrimSpace(fmt.Sprintf("-time-scale=%g %s", o.timeScale, o.harnessArgs))
+	// A matrix VM is throwaway: the inputs that may reach the real root of
+	// a hierarchy run there, never on a shared host.
+	args := strings.TrimSpace(fmt.Sprintf("-time-scale=%g -throwaway %s", o.timeScale, o.harnessArgs))
 	// Case selection goes first, in the order given here.
 	for _, sel := range []struct{ flag, re string }{{"-skip", o.skipRE}, {"-run", o.runRE}} {
 		if sel.re == "" {

@@ -12,12 +12,14 @@ import (
 	"github.com/runsc-cgroups/cgconform/ci/matrixreport"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 	"github.com/runsc-cgroups/cgconform/ci/vmrun"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
-// runMode boots one VM and turns what came back into a ModeRun. It never
-// fails the whole matrix: a broken mode is a row saying why.
-func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string, p *vmimage.Staged, kvm bool, timeout time.Duration) matrixreport.ModeRun {
-	mr := matrixreport.ModeRun{Mode: m.Name, About: m.About, Status: "no-report"}
+// runMode boots one VM and turns what came back into a HostRun. It never
+// fails the whole matrix: a broken host is a row saying why.
+func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string, p *vmimage.Staged, kvm bool, timeout time.Duration) report.HostRun {
+	mr := report.HostRun{Host: mode.Host(m.Name), About: m.About, Status: report.NoReport}
 	dir := filepath.Join(o.out, m.Name)
 	if err := os.RemoveAll(dir); err != nil {
 		mr.Problem = err.Error()
@@ -65,28 +67,28 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string
 		mr.RunningCase, mr.LastDone = res.RunningCase, res.LastDone
 	}
 	if err != nil {
-		mr.Status, mr.Problem = "crashed", err.Error()
+		mr.Status, mr.Problem = report.Crashed, err.Error()
 		return mr
 	}
 	files, ferr := vmimage.Collect(ctx, vm.ReportPath, disk)
 	if ferr != nil {
-		mr.Status = "no-report"
+		mr.Status = report.NoReport
 		if res.TimedOut {
-			mr.Status = "timeout"
+			mr.Status = report.TimedOut
 		} else if res.ExitErr != nil {
-			mr.Status = "crashed"
+			mr.Status = report.Crashed
 		}
 		mr.Problem = res.Describe(m.Name, timeout) + "\n" + ferr.Error()
 		mr.ConsoleTail = res.Tail
 		fmt.Println(mr.Problem)
 		if f, err := os.Open(vm.ConsoleLog); err == nil {
-			mr.Records = matrixreport.ParseConsole(f, m.Name)
+			mr.Results = matrixreport.ParseConsole(f, mr.Host)
 			f.Close()
-			mr.Partial = len(mr.Records) > 0
+			mr.Partial = len(mr.Results) > 0
 			if mr.Partial {
-				mr.Tool = "cgconform progress lines"
+				mr.Tool = matrixreport.ConsoleTool
 			}
-			mr.Summary = matrixreport.Summarize(mr.Records)
+			mr.Summary = report.Count(mr.Results)
 		}
 		return mr
 	}
@@ -104,13 +106,13 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string
 		mr.ConsoleTail = res.Tail
 		return mr
 	}
-	h, err := matrixreport.ParseHarnessReport(data, m.Name)
-	if err != nil {
+	if err := matrixreport.ParseHarnessReport(data, &mr); err != nil {
 		mr.Problem = err.Error()
 		return mr
 	}
-	mr.Status, mr.Tool, mr.HostMode, mr.Records = "reported", h.Tool, h.HostMode, h.Records
-	mr.Summary = matrixreport.Summarize(h.Records)
+	if want := mr.Host.Cgroup(); mr.CgroupMode != want {
+		mr.Problem = fmt.Sprintf("the harness detected a %s host where the matrix booted %s (a %s host): the VM image is not what the mode says", mr.CgroupMode, mr.Host, want)
+	}
 	return mr
 }
 

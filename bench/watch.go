@@ -1,4 +1,4 @@
-package cgtree
+package bench
 
 import (
 	"os"
@@ -12,34 +12,36 @@ import (
 )
 
 // Watch finds the cgroups a runtime left behind: new directories in the
-// tree, and <hierarchy>/<name> for the unique names a run used (stock runsc
-// puts an empty cgroupsPath at "/"+ID, outside our tree).
+// test tree, and /<name> at a hierarchy's root for the unique names a run
+// used (stock runsc puts an empty cgroupsPath at "/"+ID, outside the tree).
 type Watch struct {
-	Tree *Tree
-	// All is every mounted hierarchy, where top-level names are looked for.
-	All []cgroupfs.Hierarchy
+	Tree *cgroupfs.Tree
 	// Self is the caller's PID: the leaf a nested runtime moves it into is
 	// where the caller lives now, not a leak.
 	Self int
 }
 
-// Snapshot lists every directory of the tree.
+// Snapshot lists every directory of the tree, in every hierarchy.
 func (w *Watch) Snapshot() (map[string]bool, error) {
 	out := map[string]bool{}
-	for _, h := range w.Tree.Hierarchies {
-		ds, err := w.Tree.dirs(h)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range ds {
-			out[d] = true
+	for _, h := range w.Tree.Host.Hierarchies {
+		for _, d := range cgroupfs.Dirs(h, w.Tree.Root) {
+			out[h.Dir(d)] = true
 		}
 	}
 	return out, nil
 }
 
 // Top lists where <hierarchy>/<name> exists.
-func (w *Watch) Top(name string) []string { return Exists(w.All, name) }
+func (w *Watch) Top(name string) []string {
+	var out []string
+	for _, h := range w.Tree.Host.Hierarchies {
+		if _, err := os.Stat(h.Dir(name)); err == nil {
+			out = append(out, h.Dir(name))
+		}
+	}
+	return out
+}
 
 // Leaked lists the tree's directories that are not in before (except the
 // caller's own leaf) and every <hierarchy>/<name> for names, then removes
@@ -67,19 +69,22 @@ func (w *Watch) Leaked(before map[string]bool, names ...string) ([]string, error
 		cgroupfs.RemoveTree(d, 2*time.Second)
 	}
 	for _, n := range names {
-		for _, h := range w.All {
-			if _, err := os.Stat(filepath.Join(h.Mount, n)); err != nil {
+		for _, h := range w.Tree.Host.Hierarchies {
+			top := h.Dir(n)
+			if _, err := os.Stat(top); err != nil {
 				continue
 			}
-			t := &Tree{Name: n, Hierarchies: []cgroupfs.Hierarchy{h}}
-			sub, _ := t.dirs(h)
-			leaked = append(leaked, sub...)
-			t.Remove(true)
+			for _, d := range cgroupfs.Dirs(h, "/"+n) {
+				leaked = append(leaked, filepath.Join(h.Mount, d))
+				killIn(h.Dir(d))
+			}
+			cgroupfs.RemoveTree(top, 5*time.Second)
 		}
 	}
 	return leaked, nil
 }
 
+// killIn kills the processes in one of our leaked cgroups (our sandboxes).
 func killIn(dir string) {
 	pids, _ := cgroupfs.ReadProcs(dir)
 	for _, p := range pids {

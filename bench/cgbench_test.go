@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"os"
@@ -36,14 +36,31 @@ func TestReplaceMarked(t *testing.T) {
 }
 
 func TestPpid(t *testing.T) {
-	if got := ppid(strconv.Itoa(os.Getpid())); got != os.Getppid() {
+	if got := ppid("/proc", strconv.Itoa(os.Getpid())); got != os.Getppid() {
 		t.Errorf("ppid(self) = %d, want %d", got, os.Getppid())
 	}
-	if got := ppid("0"); got != -1 {
+	if got := ppid("/proc", "0"); got != -1 {
 		t.Errorf("ppid of no process = %d, want -1", got)
 	}
-	// Our own children are not "other" VMs; nothing here is qemu anyway.
-	if n := otherQEMU(os.Getpid()); n < 0 {
-		t.Errorf("otherQEMU = %d", n)
+}
+
+func TestOtherQEMU(t *testing.T) {
+	proc := t.TempDir()
+	for _, p := range []struct{ pid, comm, stat string }{
+		{"100", "qemu-system-x86\n", "100 (qemu-system-x86) S 7 100"},    // ours: parent 7
+		{"200", "qemu-system-x86\n", "200 (qemu-system-x86) S 1 200"},    // another run's
+		{"300", "qemu-system-aarch\n", "300 (qemu-system-aarch) S 42 3"}, // another run's
+		{"400", "sleep\n", "400 (sleep) S 1 400"},                        // not qemu
+		{"self", "x\n", "1 (x) S 0 1"},                                   // not a PID
+	} {
+		dir := filepath.Join(proc, p.pid)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "comm"), []byte(p.comm), 0o644)
+		os.WriteFile(filepath.Join(dir, "stat"), []byte(p.stat), 0o644)
+	}
+	if got := countOtherQEMU(proc, 7); got != 2 {
+		t.Errorf("countOtherQEMU = %d, want 2 (the two qemus whose parent is not 7)", got)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/bench"
 	"github.com/runsc-cgroups/cgconform/bench/vmbench"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 	"github.com/runsc-cgroups/cgconform/ci/vmrun"
@@ -35,7 +34,7 @@ const (
 
 // suite is make bench: cgbench on this host, then in a VM per -vm mode, and
 // one report of all of them.
-func suite(args []string) int {
+func suiteMain(args []string) int {
 	fs := flag.NewFlagSet("cgbench suite", flag.ExitOnError)
 	out := fs.String("out", "out/bench", "folder for the merged report.json and report.md; each host mode's run goes to a folder inside (host, vm-v2)")
 	host := fs.Bool("host", true, "measure this host")
@@ -100,7 +99,7 @@ func suite(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	s := &bench.Suite{Schema: bench.SuiteSchema, Started: time.Now().UTC(), Command: commandLine(append([]string{"suite"}, args...))}
+	s := &Suite{Schema: SuiteSchema, Started: time.Now().UTC(), Command: commandLine(append([]string{"suite"}, args...))}
 	steps := len(modes)
 	if *host {
 		steps++
@@ -115,9 +114,9 @@ func suite(args []string) int {
 		logf("this host: cgbench %s -out %s", *hostArgs, dir)
 		sampler := startSampler(*every)
 		start := time.Now()
-		code := measure(append(strings.Fields(*hostArgs), "-out", dir, "-stock", *stock, "-patched", *patched,
+		code := measureMain(append(strings.Fields(*hostArgs), "-out", dir, "-stock", *stock, "-patched", *patched,
 			"-conformance-report=", "-matrix-report="))
-		sec := bench.Section{Name: "host", Title: "This host", Dir: dir, Exit: code, Seconds: time.Since(start).Seconds(),
+		sec := Section{Name: "host", Title: "This host", Dir: dir, Exit: code, Seconds: time.Since(start).Seconds(),
 			HostLoad: sampler.stop(runtime.NumCPU())}
 		sec.Report, sec.Problem = readReport(filepath.Join(dir, "report.json"))
 		if r := sec.Report; r != nil {
@@ -139,9 +138,9 @@ func suite(args []string) int {
 		}, *every, logf))
 	}
 	if err := ctx.Err(); err != nil {
-		s.Sections = append(s.Sections, bench.Section{Name: "interrupted", Title: "Interrupted", Exit: -1, Problem: "the suite was interrupted: " + err.Error()})
+		s.Sections = append(s.Sections, Section{Name: "interrupted", Title: "Interrupted", Exit: -1, Problem: "the suite was interrupted: " + err.Error()})
 	}
-	s.Conformance = bench.ConformanceWalls(*hostReport, *matrixReport)
+	s.Conformance = ConformanceWalls(*hostReport, *matrixReport)
 	s.Finished = time.Now().UTC()
 	s.Evaluate()
 	if err := writeSuite(s, outDir, *docs); err != nil {
@@ -159,8 +158,8 @@ func suite(args []string) int {
 
 // runVM measures one VM mode; whatever goes wrong becomes the section's
 // Problem.
-func runVM(ctx context.Context, o vmbench.Options, every time.Duration, logf func(string, ...any)) bench.Section {
-	sec := bench.Section{Name: "vm-" + o.Mode, Title: fmt.Sprintf("cgroup %s VM", o.Mode), Where: "QEMU VM, mode " + o.Mode, Dir: o.Dir, Exit: -1}
+func runVM(ctx context.Context, o vmbench.Options, every time.Duration, logf func(string, ...any)) Section {
+	sec := Section{Name: "vm-" + o.Mode, Title: fmt.Sprintf("cgroup %s VM", o.Mode), Where: "QEMU VM, mode " + o.Mode, Dir: o.Dir, Exit: -1}
 	exe, err := os.Executable()
 	if err != nil {
 		sec.Problem = err.Error()
@@ -180,30 +179,29 @@ func runVM(ctx context.Context, o vmbench.Options, every time.Duration, logf fun
 	}
 	sec.Where, sec.Exit, sec.BootSeconds, sec.Problem = res.Where, res.Exit, res.Boot.Seconds(), res.Problem
 	if res.Report != nil {
-		var r bench.Report
-		if err := json.Unmarshal(res.Report, &r); err != nil {
+		if r, err := ReadReport(res.Report); err != nil {
 			sec.Problem = strings.TrimSpace(sec.Problem + "\nthe VM's report.json is unreadable: " + err.Error())
 		} else {
-			sec.Report = &r
+			sec.Report = r
 		}
 	}
 	logf("%s VM: done in %s, cgbench exit %d", o.Mode, time.Since(start).Round(time.Second), res.Exit)
 	return sec
 }
 
-func readReport(path string) (*bench.Report, string) {
+func readReport(path string) (*Report, string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, "no report: " + err.Error()
 	}
-	var r bench.Report
-	if err := json.Unmarshal(data, &r); err != nil {
+	r, err := ReadReport(data)
+	if err != nil {
 		return nil, fmt.Sprintf("%s is unreadable: %v", path, err)
 	}
-	return &r, ""
+	return r, ""
 }
 
-func writeSuite(s *bench.Suite, outDir, docs string) error {
+func writeSuite(s *Suite, outDir, docs string) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
@@ -228,7 +226,7 @@ func writeSuite(s *bench.Suite, outDir, docs string) error {
 
 // updateSuiteDocs replaces each section's marked part of the docs, and the
 // conformance part.
-func updateSuiteDocs(s *bench.Suite, path string) error {
+func updateSuiteDocs(s *Suite, path string) error {
 	for i := range s.Sections {
 		sec := &s.Sections[i]
 		if sec.Report == nil && sec.Problem == "" {
@@ -242,7 +240,7 @@ func updateSuiteDocs(s *bench.Suite, path string) error {
 		}
 	}
 	var b strings.Builder
-	bench.ConformanceMarkdown(&b, s.Conformance)
+	ConformanceMarkdown(&b, s.Conformance)
 	return replaceMarked(path, "conformance", b.String())
 }
 
@@ -251,7 +249,7 @@ func updateSuiteDocs(s *bench.Suite, path string) error {
 type loadSampler struct {
 	every   time.Duration
 	mu      sync.Mutex
-	samples []bench.LoadSample
+	samples []LoadSample
 	quit    chan struct{}
 	done    chan struct{}
 }
@@ -275,7 +273,7 @@ func startSampler(every time.Duration) *loadSampler {
 }
 
 func (s *loadSampler) take() {
-	sample := bench.LoadSample{At: time.Now().UTC(), OtherQEMU: otherQEMU(os.Getpid())}
+	sample := LoadSample{At: time.Now().UTC(), OtherQEMU: otherQEMU(os.Getpid())}
 	if f := strings.Fields(loadavg()); len(f) > 0 {
 		sample.Load1, _ = strconv.ParseFloat(f[0], 64)
 	}
@@ -285,13 +283,13 @@ func (s *loadSampler) take() {
 }
 
 // stop takes a last sample and sums them up.
-func (s *loadSampler) stop(nproc int) *bench.HostLoad {
+func (s *loadSampler) stop(nproc int) *HostLoad {
 	close(s.quit)
 	<-s.done
 	s.take()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h, err := bench.SummarizeLoad(s.samples, s.every, nproc)
+	h, err := SummarizeLoad(s.samples, s.every, nproc)
 	if err != nil {
 		return nil
 	}
@@ -300,8 +298,11 @@ func (s *loadSampler) stop(nproc int) *bench.HostLoad {
 
 // otherQEMU counts the qemu-system processes whose parent is not self: the
 // VMs of other runs on this machine.
-func otherQEMU(self int) int {
-	entries, err := os.ReadDir("/proc")
+func otherQEMU(self int) int { return countOtherQEMU("/proc", self) }
+
+// countOtherQEMU is otherQEMU over a /proc-like folder.
+func countOtherQEMU(proc string, self int) int {
+	entries, err := os.ReadDir(proc)
 	if err != nil {
 		return 0
 	}
@@ -310,11 +311,11 @@ func otherQEMU(self int) int {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		comm, err := os.ReadFile(filepath.Join(proc, e.Name(), "comm"))
 		if err != nil || !strings.HasPrefix(string(comm), "qemu-system") {
 			continue
 		}
-		if ppid(e.Name()) != self {
+		if ppid(proc, e.Name()) != self {
 			n++
 		}
 	}
@@ -323,8 +324,8 @@ func otherQEMU(self int) int {
 
 // ppid reads the parent PID from /proc/PID/stat (after the last ')', as
 // the command name may hold anything).
-func ppid(pid string) int {
-	data, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+func ppid(proc, pid string) int {
+	data, err := os.ReadFile(filepath.Join(proc, pid, "stat"))
 	if err != nil {
 		return -1
 	}

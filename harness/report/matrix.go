@@ -1,0 +1,122 @@
+package report
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/runsc-cgroups/cgconform/harness/mode"
+)
+
+// MatrixSchema identifies the matrix report (out/matrix/report.json).
+const MatrixSchema = "cgconform/matrix/v1"
+
+// Missing is the matrix's outcome for a cell no host filled.
+const Missing Outcome = "missing"
+
+// VM statuses of a matrix host.
+const (
+	Reported = "reported"
+	TimedOut = "timeout"
+	Crashed  = "crashed"
+	NoReport = "no-report"
+)
+
+// Matrix is the whole matrix run: one harness report per host, merged.
+type Matrix struct {
+	Schema string    `json:"schema"`
+	Kernel string    `json:"kernel,omitempty"`
+	Accel  string    `json:"accel,omitempty"`
+	Hosts  []HostRun `json:"hosts"`
+}
+
+// HostRun is what one VM of the matrix did.
+type HostRun struct {
+	Host  mode.Host `json:"host"`
+	About string    `json:"about,omitempty"`
+	// Status is Reported, TimedOut, Crashed or NoReport.
+	Status      string   `json:"status"`
+	Problem     string   `json:"problem,omitempty"`
+	HarnessExit *int     `json:"harnessExit,omitempty"`
+	BootSeconds float64  `json:"bootSeconds"`
+	WallSeconds float64  `json:"wallSeconds"`
+	RunningCase string   `json:"runningCase,omitempty"`
+	ConsoleTail []string `json:"consoleTail,omitempty"`
+	// Tool is the schema of the report the results come from, or where
+	// they were recovered from.
+	Tool string `json:"tool,omitempty"`
+	// CgroupMode is the layout the harness detected in the VM.
+	CgroupMode mode.Cgroup     `json:"cgroupMode,omitempty"`
+	LastDone   string          `json:"lastFinished,omitempty"`
+	Summary    map[Outcome]int `json:"summary,omitempty"`
+	// Partial is set when the results come from the console of a VM that
+	// never sent its report (killed at its time limit, or crashed).
+	Partial bool `json:"partial,omitempty"`
+	// Results are the harness's own, Brief, with MatrixHost set.
+	Results []Result `json:"results"`
+}
+
+// FromReport fills the host's results from the harness report the VM sent.
+func (h *HostRun) FromReport(r *Report) {
+	h.Status, h.Tool, h.CgroupMode = Reported, r.Schema, r.Host.CgroupMode
+	h.Results = nil
+	for _, x := range r.Results {
+		x = x.Brief()
+		x.MatrixHost = h.Host
+		h.Results = append(h.Results, x)
+	}
+	h.Summary = Count(h.Results)
+}
+
+// ReadMatrix parses a matrix report.json.
+func ReadMatrix(rd io.Reader) (*Matrix, error) {
+	return Decode(rd, "matrix report", MatrixSchema, func(m *Matrix) string { return m.Schema })
+}
+
+// ReadMatrixFile is ReadMatrix of the file at path.
+func ReadMatrixFile(path string) (*Matrix, error) { return ReadFileWith(path, ReadMatrix) }
+
+// Unexpected lists what should fail CI: a host without results, a harness
+// that exited non-zero, or a failed result.
+func (m *Matrix) Unexpected() []string {
+	var out []string
+	for _, h := range m.Hosts {
+		var bad []string
+		if h.Status != Reported {
+			bad = append(bad, fmt.Sprintf("%s: %s", h.Host, h.Status))
+		}
+		for _, r := range h.Results {
+			if r.Outcome == Fail {
+				bad = append(bad, fmt.Sprintf("%s: %s/%s failed", h.Host, r.Name(), r.Runtime))
+			}
+		}
+		if h.HarnessExit != nil && *h.HarnessExit != 0 && len(bad) == 0 {
+			bad = append(bad, fmt.Sprintf("%s: harness exited %d", h.Host, *h.HarnessExit))
+		}
+		out = append(out, bad...)
+	}
+	return out
+}
+
+// MergeMatrices joins matrices of separate runs (one per CI job and host)
+// in the order given; a later run of the same host replaces an earlier one.
+func MergeMatrices(ms ...*Matrix) *Matrix {
+	out := &Matrix{Schema: MatrixSchema}
+	idx := map[mode.Host]int{}
+	for _, m := range ms {
+		if out.Kernel == "" {
+			out.Kernel = m.Kernel
+		}
+		if out.Accel == "" {
+			out.Accel = m.Accel
+		}
+		for _, h := range m.Hosts {
+			if i, ok := idx[h.Host]; ok {
+				out.Hosts[i] = h
+				continue
+			}
+			idx[h.Host] = len(out.Hosts)
+			out.Hosts = append(out.Hosts, h)
+		}
+	}
+	return out
+}

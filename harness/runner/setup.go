@@ -1,0 +1,156 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/runsc-cgroups/cgconform/harness/casefile"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+)
+
+// setup makes a case's preconditions (cases/README.md, "setup") before the
+// baseline is taken, so they are the context's, not leaks. Every cgroup it
+// names must lie below the case's own cgroup in every hierarchy.
+func (r *Runner) setupCase(ctx context.Context, cs *caseState, items []casefile.Setup) error {
+	for i, it := range items {
+		if !it.When.Applies(r.mode(), cs.cx) {
+			continue
+		}
+		if err := r.setupItem(ctx, cs, it); err != nil {
+			return fmt.Errorf("setup[%d] (%s %s): %w", i, it.Do, it.Cgroup, err)
+		}
+	}
+	return nil
+}
+
+func (r *Runner) setupItem(ctx context.Context, cs *caseState, it casefile.Setup) error {
+	dirs, err := r.cgroupDirs(cs, it.Cgroup)
+	if err != nil {
+		return err
+	}
+	switch it.Do {
+	case "mkdir":
+		for _, d := range dirs {
+			if err := r.tree.MkdirIn(d.h, d.rel); err != nil {
+				return err
+			}
+		}
+	case "chown":
+		var uid, gid int
+		if _, err := fmt.Sscanf(it.Owner, "%d:%d", &uid, &gid); err != nil {
+			return err
+		}
+		for _, d := range dirs {
+			if err := chownCgroup(d.h.Dir(d.rel), uid, gid); err != nil {
+				return err
+			}
+		}
+	case "write":
+		return r.writeIn(dirs, it.File, it.Value)
+	case "process":
+		var join []string
+		for _, d := range dirs {
+			join = append(join, d.h.Dir(d.rel))
+		}
+		pid, err := r.startProcess(join, false)
+		if err != nil {
+			return err
+		}
+		cs.foreign[it.Name] = pid
+		cs.vars["pid."+it.Name] = fmt.Sprint(pid)
+	}
+	return nil
+}
+
+// cgroupDir is a cgroup in one hierarchy.
+type cgroupDir struct {
+	h   cgroupfs.Hierarchy
+	rel string
+}
+
+// cgroupDirs resolves a case's cgroup reference (caller, parent,
+// caller/<path>, parent/<path>; ${token} expanded) in every hierarchy. It
+// refuses anything outside the case's own cgroup.
+func (r *Runner) cgroupDirs(cs *caseState, ref string) ([]cgroupDir, error) {
+	ref = strings.ReplaceAll(ref, "${token}", r.token)
+	var out []cgroupDir
+	for _, h := range r.host.Hierarchies {
+		c, ok := cs.caller[h.Key]
+		if !ok {
+			continue
+		}
+		rel := resolveRef(c, ref)
+		if !cgroupfs.IsUnder(rel, cs.root) || rel == cs.root {
+			return nil, fmt.Errorf("%s is %s in %s, outside the case's cgroup %s: a setup or write only touches the case's own cgroups", ref, rel, h.Name(), cs.root)
+		}
+		out = append(out, cgroupDir{h, rel})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the %s context has no caller cgroup", cs.cx)
+	}
+	return out, nil
+}
+
+// resolveRef turns caller, parent, caller/x or parent/x into a cgroup path
+// given the caller's cgroup.
+func resolveRef(caller, ref string) string {
+	switch {
+	case ref == "caller":
+		return caller
+	case ref == "parent":
+		return path.Dir(caller)
+	case strings.HasPrefix(ref, "parent/"):
+		return path.Join(path.Dir(caller), strings.TrimPrefix(ref, "parent/"))
+	}
+	return path.Join(caller, strings.TrimPrefix(ref, "caller/"))
+}
+
+// chownCgroup gives a cgroup directory and its files to uid:gid, as a
+// delegation to that user does.
+func chownCgroup(dir string, uid, gid int) error {
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.Type().IsRegular() {
+			if err := os.Chown(filepath.Join(dir, e.Name()), uid, gid); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeIn writes value into file of the one cgroup of dirs in the
+// hierarchy the file's name picks (its controller prefix on v1).
+func (r *Runner) writeIn(dirs []cgroupDir, file, value string) error {
+	h, err := r.host.ForFile(file)
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if d.h.Key == h.Key {
+			return writeCgroupFile(d.h, d.rel, file, value)
+		}
+	}
+	return fmt.Errorf("no %s hierarchy for %s", h.Name(), file)
+}
+
+func writeCgroupFile(h cgroupfs.Hierarchy, rel, file, value string) error {
+	dir := h.Dir(rel)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("%s:%s does not exist: make it with a setup mkdir first", h.Name(), rel)
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0o644); err != nil {
+		return fmt.Errorf("writing %q to %s:%s/%s: %w", value, h.Name(), rel, file, err)
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/runsc-cgroups/cgconform/harness/casefile"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/check"
+	"github.com/runsc-cgroups/cgconform/harness/report"
+)
+
+// runTable runs a table case: for each input, create and start its one
+// sandbox with cgroupsPath set to the input, then delete --force, and
+// record which category the input fell in with the tree diffs as evidence
+// (cases/README.md, "Table cases"):
+//
+//   - works: every command exited 0, the sandbox sits where the input's
+//     placement says, and after the delete nothing is left and nothing of
+//     the baseline is gone;
+//   - refused: create (or start) exited non-zero, no cgroup was added at
+//     any moment observed after each command, and after the delete
+//     nothing is left and nothing of the baseline is gone;
+//   - neither: anything else.
+//
+// An input whose category is not the one the case expects is a failure of
+// step "input-<name>" (divergences name it so for the other runtimes).
+func (r *Runner) runTable(ctx context.Context, cs *caseState) {
+	for _, in := range cs.c.Inputs {
+		if ctx.Err() != nil {
+			cs.fail("input-"+in.Name, "the case timed out before this input", "")
+			continue
+		}
+		cs.res.Inputs = append(cs.res.Inputs, r.runInput(ctx, cs, in))
+	}
+}
+
+func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Input) report.Input {
+	step := "input-" + in.Name
+	rec := report.Input{Input: in.Path, Expected: in.Expect}
+	if why := r.unmet(in.Requires); why != "" {
+		rec.Skipped = why
+		return rec
+	}
+	if !in.When.Applies(r.mode(), cs.cx) {
+		rec.Skipped = "not for this mode/context"
+		return rec
+	}
+	ctx, cancel := context.WithTimeout(parent, r.caseLimit(cs.c))
+	defer cancel()
+	if err := r.setupCase(ctx, cs, in.Setup); err != nil {
+		cs.fail(step, err.Error(), "")
+		rec.Category = report.Neither
+		return rec
+	}
+	cs.suffix = "-" + in.Name
+	cs.vars["input"] = expand(in.Path, cs.vars)
+	rec.Input = cs.vars["input"]
+	defer delete(cs.vars, "input")
+	if err := r.makeInstances(cs); err != nil {
+		cs.fail(step, err.Error(), "")
+		rec.Category = report.Neither
+		return rec
+	}
+	sb := cs.order[0]
+	whole := slices.Contains(in.Requires, "throwaway") || slices.Contains(cs.c.Requires, "throwaway")
+	snap := func() map[string]bool {
+		if whole {
+			return r.snapshotWhole(cs)
+		}
+		return r.snapshot(cs)
+	}
+	cs.baseline = snap()
+	cs.callerControl = r.callerControl(cs)
+	var evidence []string
+	var created []string
+	exit := 0
+	for _, a := range []string{"create", "start"} {
+		if a == "create" {
+			sb.before = cs.baseline
+		}
+		res := r.runCommand(ctx, cs, sb, r.runtimeArgs(cs, sb, a, &casefile.Step{}), r.commandLimit())
+		sb.created = true
+		added, _ := diffSets(cs.baseline, snap())
+		created = union(created, added)
+		evidence = append(evidence, fmt.Sprintf("%s exited %d in %.2fs: %s", a, res.exit, res.dur.Seconds(), check.LastLines(res.output, 3)))
+		if len(added) > 0 {
+			evidence = append(evidence, fmt.Sprintf("after %s, added: %s", a, strings.Join(groupByPath(added, len(r.host.Hierarchies)), ", ")))
+		}
+		if res.exit != 0 || res.err != nil {
+			exit = res.exit
+			if exit == 0 {
+				exit = -1
+			}
+			break
+		}
+	}
+	placed := true
+	if exit == 0 && in.Placement != nil {
+		r.observe(ctx, cs, sb)
+		rel := expand(expandFor(cs, sb, in.Placement.Path), cs.vars)
+		keys, names := r.managedKeys(), map[string]string{}
+		for _, h := range r.host.Hierarchies {
+			names[h.Key] = h.Name()
+		}
+		if msg, diff := check.Placement(r.relation(in.Placement.Relation), rel, in.Placement.Roles, sb.procs, cs.caller, keys, names); msg != "" {
+			placed = false
+			evidence = append(evidence, "placement: "+msg+" "+strings.Join(strings.Fields(diff), " "))
+		}
+	}
+	del := r.runCommand(context.WithoutCancel(ctx), cs, sb, r.runtimeArgs(cs, sb, "delete-force", &casefile.Step{}), r.scaled(60*time.Second))
+	evidence = append(evidence, fmt.Sprintf("delete --force exited %d: %s", del.exit, check.LastLines(del.output, 2)))
+	var left, removed []string
+	deadline := time.Now().Add(r.scaled(3 * time.Second))
+	for {
+		now := snap()
+		left, removed = diffSets(cs.baseline, now)
+		left = append(left, r.strayMounts(cs)...)
+		for _, p := range r.strayProcs(cs) {
+			left = append(left, fmt.Sprintf("pid %d (%s)", p, comm(p)))
+		}
+		if len(left)+len(removed) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		evidence = append(evidence, "left after delete: "+strings.Join(groupByPath(left, len(r.host.Hierarchies)), ", "))
+	}
+	if len(removed) > 0 {
+		evidence = append(evidence, "removed from the baseline: "+strings.Join(groupByPath(removed, len(r.host.Hierarchies)), ", "))
+	}
+	clean := len(left) == 0 && len(removed) == 0
+	switch {
+	case exit == 0 && placed && clean:
+		rec.Category = report.Works
+	case exit != 0 && len(created) == 0 && clean:
+		rec.Category = report.Refused
+	default:
+		rec.Category = report.Neither
+	}
+	rec.Exit, rec.Evidence = exit, evidence
+	if rec.Category != in.Expect {
+		cs.fail(step, fmt.Sprintf("%q: %s, want %s", rec.Input, rec.Category, in.Expect), strings.Join(evidence, "\n"))
+	}
+	r.scrub(cs)
+	return rec
+}
+
+// snapshotWhole lists every cgroup of every hierarchy, for inputs that may
+// reach beyond the test root (throwaway hosts only).
+func (r *Runner) snapshotWhole(cs *caseState) map[string]bool {
+	out := r.snapshot(cs)
+	for _, h := range r.host.Hierarchies {
+		for _, d := range cgroupfs.Dirs(h, "/") {
+			out[h.Name()+":"+d] = true
+		}
+	}
+	return out
+}
+
+// expand replaces ${name} from vars.
+func expand(s string, vars map[string]string) string {
+	for k, v := range vars {
+		s = strings.ReplaceAll(s, "${"+k+"}", v)
+	}
+	return s
+}
+
+func union(a, b []string) []string {
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			a = append(a, x)
+		}
+	}
+	return a
+}
