@@ -258,6 +258,21 @@ type Check struct {
 	// RunscLog: what runsc's debug log of a sandbox's commands must not
 	// contain (runsc only; the harness gives every runsc command one).
 	RunscLog *LogCheck `json:"runscLog,omitempty"`
+	// Unit: whether systemd knows a unit and runs it (needs systemd), so
+	// that a scope made through systemd is told from the same path made
+	// with cgroupfs.
+	Unit *UnitCheck `json:"unit,omitempty"`
+}
+
+// UnitCheck asserts a systemd unit's state, as systemctl reports it.
+type UnitCheck struct {
+	// Sandbox whose ${id} Name may use.
+	Sandbox string `json:"sandbox"`
+	// Name is the unit, e.g. "docker-${id}.scope".
+	Name string `json:"name"`
+	// Active: the unit must be active; false: it must not be (gone, or
+	// stopped).
+	Active bool `json:"active"`
 }
 
 // LogCheck asserts on the runsc debug logs of a sandbox.
@@ -936,6 +951,17 @@ func (c *Check) validate(f string, sandboxes, vars map[string]bool) error {
 		n++
 		if !slices.Contains(Relations, c.Holders) || c.Holders == "exact" || c.Holders == "base" {
 			return ferr(f+".holders", "%q must be beneath, beside, caller or root", c.Holders)
+		}
+	}
+	if u := c.Unit; u != nil {
+		if err := ref("unit.sandbox", u.Sandbox); err != nil {
+			return err
+		}
+		if u.Name == "" {
+			return ferr(f+".unit.name", "missing")
+		}
+		if err := checkVars(u.Name, vars); err != nil {
+			return ferr(f+".unit.name", "%v", err)
 		}
 	}
 	if l := c.RunscLog; l != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -530,6 +531,22 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 		return check.Placement(c.Holders, "", nil, procs, cs.caller, keys, names)
 	case c.RunscLog != nil:
 		return r.checkRunscLog(cs, c.RunscLog)
+	case c.Unit != nil:
+		var bad []string
+		for _, in := range cs.insts[c.Unit.Sandbox] {
+			name := expandFor(cs, in, c.Unit.Name)
+			out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "show", "-p", "ActiveState", "--value", name))
+			state := strings.TrimSpace(string(out))
+			switch {
+			case err != nil:
+				bad = append(bad, fmt.Sprintf("systemctl show %s: %v: %s", name, err, state))
+			case (state == "active") != c.Unit.Active:
+				bad = append(bad, fmt.Sprintf("%s is %q", name, state))
+			}
+		}
+		if len(bad) > 0 {
+			return fmt.Sprintf("unit not %s", map[bool]string{true: "active", false: "gone"}[c.Unit.Active]), strings.Join(bad, "\n")
+		}
 	case c.NothingRemoved:
 		_, removed := diffSets(cs.baseline, r.snapshot(cs))
 		if len(removed) > 0 {
