@@ -46,13 +46,32 @@ type Options struct {
 	// kernel has it, else native.
 	Snapshotter string
 	Debug       bool
-	Log         io.Writer
+	// RunscDebug runs every runsc command with --debug (full debug logs in
+	// each handler's LogDir).
+	RunscDebug bool
+	// Handlers, when set, are the runtime handlers instead of the default
+	// three (DefaultHandlers); a runc handler named HandlerRunc, the CRI
+	// plugin's default, is added when missing.
+	Handlers []Handler
+	Log      io.Writer
+}
+
+// DefaultHandlers are the three handlers of Bins: runsc (patched shim and
+// runsc), runsc-stock, and runc through containerd's runc shim.
+func DefaultHandlers(b *build.Binaries, runc string) []Handler {
+	return []Handler{
+		{Name: HandlerRunsc, Shim: b.RunscShim["patched"], Runsc: b.Runsc["patched"]},
+		{Name: HandlerRunscStock, Shim: b.RunscShim["stock"], Runsc: b.Runsc["stock"]},
+		{Name: HandlerRunc, Shim: b.RuncShim, Runc: runc},
+	}
 }
 
 // Containerd is a running private containerd.
 type Containerd struct {
 	Layout   Layout
 	Handlers map[string]Handler
+	// order lists the handler names as configured.
+	order []string
 	// Snapshotter is overlayfs where the kernel has it, else native (a
 	// VM kernel without the overlay module).
 	Snapshotter string
@@ -106,10 +125,21 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 			c = nil
 		}
 	}()
-	c.Handlers = map[string]Handler{
-		HandlerRunsc:      {Name: HandlerRunsc, Shim: o.Bins.RunscShim["patched"], Runsc: o.Bins.Runsc["patched"]},
-		HandlerRunscStock: {Name: HandlerRunscStock, Shim: o.Bins.RunscShim["stock"], Runsc: o.Bins.Runsc["stock"]},
-		HandlerRunc:       {Name: HandlerRunc, Shim: o.Bins.RuncShim, Runc: o.Runc},
+	hs := o.Handlers
+	if len(hs) == 0 {
+		hs = DefaultHandlers(o.Bins, o.Runc)
+	}
+	c.Handlers = map[string]Handler{}
+	for _, h := range hs {
+		if _, dup := c.Handlers[h.Name]; dup || h.Name == "" {
+			return c, fmt.Errorf("handler %q named twice (or unnamed)", h.Name)
+		}
+		c.Handlers[h.Name] = h
+		c.order = append(c.order, h.Name)
+	}
+	if _, ok := c.Handlers[HandlerRunc]; !ok {
+		c.Handlers[HandlerRunc] = Handler{Name: HandlerRunc, Shim: o.Bins.RuncShim, Runc: o.Runc}
+		c.order = append(c.order, HandlerRunc)
 	}
 	if err := c.prepare(); err != nil {
 		return c, err
@@ -134,17 +164,21 @@ func (c *Containerd) prepare() error {
 		}
 	}
 	var hs []Handler
-	for _, name := range Handlers {
+	for _, name := range c.order {
 		h := c.Handlers[name]
 		hs = append(hs, h)
 		if !h.IsRunsc() {
 			continue
 		}
-		logs := filepath.Join(l.Logs(), h.Name) + "/"
+		logs := h.LogDir
+		if logs == "" {
+			logs = filepath.Join(l.Logs(), h.Name)
+		}
+		logs = strings.TrimSuffix(logs, "/") + "/"
 		if err := os.MkdirAll(logs, 0o755); err != nil {
 			return err
 		}
-		cfg := RenderRunscConfig(RunscConfig{Binary: h.Runsc, Root: l.RunscRoot(h.Name), DebugLog: logs, SystemdCgroup: c.opts.SystemdCgroup})
+		cfg := RenderRunscConfig(RunscConfig{Binary: h.Runsc, Root: l.RunscRoot(h.Name), DebugLog: logs, SystemdCgroup: c.opts.SystemdCgroup, Debug: c.opts.RunscDebug})
 		if err := os.WriteFile(l.RunscConfigPath(h.Name), []byte(cfg), 0o644); err != nil {
 			return err
 		}
@@ -368,7 +402,11 @@ func (c *Containerd) Procs() []Proc {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		out = append(out, Proc{PID: p.pid, PPID: p.ppid, Role: role(p, c.PID), Comm: p.comm, Cgroups: cg})
+		pr := Proc{PID: p.pid, PPID: p.ppid, Role: role(p, c.PID), Comm: p.comm, Cgroups: cg}
+		if pr.Role == RoleSandbox || pr.Role == RoleGofer {
+			pr.ID, pr.Root = runscIdentity(p.argv)
+		}
+		out = append(out, pr)
 	}
 	return out
 }

@@ -149,6 +149,9 @@ func tail(s string, n int) string {
 }
 
 func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+	if cs.client != nil && cs.client.kind.makes() {
+		return r.clientStep(ctx, cs, st, in)
+	}
 	actions := []string{st.Do}
 	if st.Do == "run" {
 		actions = []string{"create", "start"}
