@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -399,13 +401,29 @@ func (c *Containerd) makePodCgroup(ctx context.Context, parent, uid string) (str
 		if !st.OK() {
 			return "", nil, []Step{st}, fmt.Errorf("%s %s", st.Err, st.Output)
 		}
-		return dir, func() []string {
+		// On v1 systemd makes the slice only in the hierarchies it
+		// manages; the kubelet (libcontainer's legacy systemd manager,
+		// joinCgroups) makes the same path in every other one.
+		made, err := mkdirV1(c.Host, dir)
+		undo := func() []string {
+			var left []string
 			st := c.run(context.Background(), 30*time.Second, "systemctl stop pod slice", "systemctl", "stop", parent)
 			if !st.OK() {
-				return []string{fmt.Sprintf("systemctl stop %s: exit %d %s %s", parent, st.Exit, st.Err, st.Output)}
+				left = append(left, fmt.Sprintf("systemctl stop %s: exit %d %s %s", parent, st.Exit, st.Err, st.Output))
 			}
-			return nil
-		}, []Step{st}, nil
+			// Deepest first, one level at a time: never what is below.
+			for i := len(made) - 1; i >= 0; i-- {
+				if err := os.Remove(made[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					left = append(left, err.Error())
+				}
+			}
+			return left
+		}
+		if err != nil {
+			undo()
+			return "", nil, []Step{st}, err
+		}
+		return dir, undo, []Step{st}, nil
 	}
 	// The kubelet makes /kubepods, /kubepods/besteffort and the pod's
 	// cgroup in every hierarchy; below the test tree on a shared host.
@@ -439,6 +457,37 @@ func (c *Containerd) makePodCgroup(ctx context.Context, parent, uid string) (str
 		}
 		return left
 	}, nil, nil
+}
+
+// mkdirV1 makes the cgroup rel and its missing parents in every v1
+// controller hierarchy of host (a new cpuset gets its parent's cpus and
+// mems), and returns the directories it made, parents first.
+func mkdirV1(host *cgroupfs.Host, rel string) ([]string, error) {
+	var made []string
+	for _, h := range host.Hierarchies {
+		if h.V2 || len(h.Controllers()) == 0 {
+			continue
+		}
+		cur := "/"
+		for _, part := range strings.Split(strings.Trim(path.Clean(rel), "/"), "/") {
+			parent := h.Dir(cur)
+			cur = path.Join(cur, part)
+			dir := h.Dir(cur)
+			if _, err := os.Stat(dir); err == nil {
+				continue
+			}
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				return made, err
+			}
+			made = append(made, dir)
+			if slices.Contains(h.Controllers(), "cpuset") {
+				if err := cgroupfs.CopyCpuset(parent, dir); err != nil {
+					return made, err
+				}
+			}
+		}
+	}
+	return made, nil
 }
 
 // leftovers waits up to wait for this containerd's processes other than
@@ -528,10 +577,10 @@ func (c *Containerd) cleanLeftovers(r *Run) {
 		// Units systemd still lists for the run's IDs (a leftover scope
 		// keeps its cgroup).
 		for _, id := range r.tokens() {
-			out, _ := exec.Command("systemctl", "list-units", "--all", "--no-legend", "--plain", "*"+id+"*").Output()
-			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			ls := c.run(context.Background(), 30*time.Second, "systemctl list-units", "systemctl", "list-units", "--all", "--no-legend", "--plain", "*"+id+"*")
+			for _, line := range strings.Split(strings.TrimSpace(ls.Output), "\n") {
 				if f := strings.Fields(line); len(f) > 0 {
-					exec.Command("systemctl", "stop", f[0]).Run()
+					c.run(context.Background(), 30*time.Second, "systemctl stop", "systemctl", "stop", f[0])
 					r.Cleaned = append(r.Cleaned, "stopped unit "+f[0])
 				}
 			}

@@ -53,7 +53,20 @@ type Options struct {
 	// three (DefaultHandlers); a runc handler named HandlerRunc, the CRI
 	// plugin's default, is added when missing.
 	Handlers []Handler
+	// StartCmd, when set, starts every process the clients run
+	// (containerd, ctr, crictl, busctl, systemctl) and returns a function
+	// to call once its Wait has returned: a caller that reaps orphans (a
+	// child subreaper) registers them so it never takes their exit status.
+	StartCmd func(*exec.Cmd) (release func(), err error)
 	Log      io.Writer
+}
+
+// startCmd starts cmd through Options.StartCmd.
+func (c *Containerd) startCmd(cmd *exec.Cmd) (func(), error) {
+	if c.opts.StartCmd != nil {
+		return c.opts.StartCmd(cmd)
+	}
+	return func() {}, cmd.Start()
 }
 
 // DefaultHandlers are the three handlers of Bins: runsc (patched shim and
@@ -269,11 +282,12 @@ func (c *Containerd) startDaemon(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group: a terminal's ^C reaches us, and we stop it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	release, err := c.startCmd(cmd)
+	if err != nil {
 		return fmt.Errorf("starting containerd: %w", err)
 	}
 	c.cmd, c.PID = cmd, cmd.Process.Pid
-	go func() { cmd.Wait(); close(c.exited) }()
+	go func() { cmd.Wait(); release(); close(c.exited) }()
 	c.logf("containerd pid %d, base %s, cgroup %q", c.PID, c.Layout.Base, c.DaemonCgroup())
 	return nil
 }
@@ -328,7 +342,11 @@ func (c *Containerd) run(ctx context.Context, limit time.Duration, name string, 
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
-	err := cmd.Run()
+	release, err := c.startCmd(cmd)
+	if err == nil {
+		err = cmd.Wait()
+		release()
+	}
 	st.Seconds = time.Since(start).Seconds()
 	st.Output = dropNoise(out.String())
 	if cmd.ProcessState != nil {

@@ -203,7 +203,7 @@ func (r *Runner) setupClient(ctx context.Context, cs *caseState) error {
 	c, err := clients.Start(ctx, clients.Options{
 		Bins: r.opt.Clients, Runc: runc, Busybox: r.opt.Busybox, BaseParent: cs.dir,
 		SystemdCgroup: systemd, Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root},
-		Handlers: hs, RunscDebug: r.opt.ClientsDebug, Log: logf,
+		Handlers: hs, RunscDebug: r.opt.ClientsDebug, Log: logf, StartCmd: r.startRegistered,
 	})
 	if err != nil {
 		return fmt.Errorf("starting containerd: %w", err)
@@ -230,6 +230,36 @@ func (r *Runner) setupClient(ctx context.Context, cs *caseState) error {
 		return nil
 	}
 	return r.setupExecPod(ctx, cs)
+}
+
+// origin is where the runtime under test is started from: C, except in a
+// kubelet context, where the shim runs in containerd's cgroup and places
+// the pod below C.
+func (cs *caseState) origin() map[string]string {
+	if cs.client == nil || cs.client.kind != clientKubelet || cs.client.c == nil {
+		return cs.caller
+	}
+	out := map[string]string{}
+	for k := range cs.caller {
+		out[k] = cs.client.c.DaemonCgroup()
+	}
+	return out
+}
+
+// startRegistered starts a client's command with the reaper kept off it:
+// the harness is a child subreaper and would otherwise take the exit status
+// of its direct children (waitid: no child processes, seen under load).
+func (r *Runner) startRegistered(cmd *exec.Cmd) (func(), error) {
+	pid, err := r.reaper.start(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err != nil {
+		return func() {}, err
+	}
+	return func() { r.reaper.release(pid) }, nil
 }
 
 // setPodCaller makes dir (a pod cgroup, the same path in every hierarchy)

@@ -450,7 +450,7 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 			rel = expandFor(cs, cs.insts[p.Sandbox][0], rel)
 		}
 		// With several instances a path can only name a shared parent.
-		return check.Placement(r.relation(p.Relation), rel, p.Roles, procs, cs.caller, keys, names)
+		return check.PlacementFrom(r.relation(p.Relation), rel, p.Roles, procs, cs.caller, cs.origin(), keys, names)
 	case len(c.Distinct) > 0:
 		m := map[string][]report.Process{}
 		for _, s := range c.Distinct {
