@@ -63,8 +63,9 @@ FUZZTIME ?= 10m
 fuzz: deps
 	$(GO) run ./cmd/build-runsc -fuzztime $(FUZZTIME) fuzz
 
-# Real hosts of every cgroup mode in QEMU; MODES="v2" runs a subset.
-matrix: deps runsc cgconform
+# Real hosts of every cgroup mode in QEMU; MODES="v2" runs a subset. The
+# payload carries the real clients (make clients) for the client cases.
+matrix: deps runsc cgconform clients
 	$(GO) run ./ci/cmd/matrix -modes "$(MODES)" -out out/matrix $(MATRIX_FLAGS)
 
 # The kill storms (cases/killstorm-*) at KILLSTORM_TRIALS trials each, in

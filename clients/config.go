@@ -45,6 +45,13 @@ type Handler struct {
 	Runsc string
 	// Runc is the runc binary of the runc handler.
 	Runc string
+	// CgroupWritable (cgroup v2 only) has containerd mount cgroup2
+	// read-write in the handler's non-privileged containers, which get a
+	// cgroup namespace of their own: the container's cgroup is delegated
+	// to it (containerd's cgroup_writable).
+	CgroupWritable bool
+	// LogDir is runsc's debug log folder (default <base>/logs/<name>/).
+	LogDir string
 }
 
 // IsRunsc reports whether h runs through gVisor's shim.
@@ -89,6 +96,9 @@ type DaemonConfig struct {
 	Debug bool
 	// Snapshotter is the CRI plugin's snapshotter ("overlayfs" when empty).
 	Snapshotter string
+	// DefaultRuntime is the CRI plugin's default handler (HandlerRunc when
+	// empty); it must be one of Handlers.
+	DefaultRuntime string
 }
 
 // tomlString quotes s as a TOML basic string.
@@ -145,7 +155,11 @@ func RenderConfig(c DaemonConfig) string {
 	w("    bin_dirs = [%s]", tomlString(l.Base+"/cni/bin"))
 	w("    conf_dir = %s", tomlString(l.Base+"/cni/conf"))
 	w("  [plugins.\"io.containerd.cri.v1.runtime\".containerd]")
-	w("    default_runtime_name = %s", tomlString(HandlerRunc))
+	def := c.DefaultRuntime
+	if def == "" {
+		def = HandlerRunc
+	}
+	w("    default_runtime_name = %s", tomlString(def))
 	hs := append([]Handler(nil), c.Handlers...)
 	sort.Slice(hs, func(i, j int) bool { return hs[i].Name < hs[j].Name })
 	for _, h := range hs {
@@ -157,6 +171,9 @@ func RenderConfig(c DaemonConfig) string {
 			w("      runtime_type = \"io.containerd.runc.v2\"")
 		}
 		w("      runtime_path = %s", tomlString(h.Shim))
+		if h.CgroupWritable {
+			w("      cgroup_writable = true")
+		}
 		w("      %s.options]", strings.TrimSuffix(strings.TrimSpace(p), "]"))
 		if h.IsRunsc() {
 			w("        TypeUrl = \"io.containerd.runsc.v1.options\"")
@@ -203,6 +220,9 @@ func quoteAll(ss []string) []string {
 type RunscConfig struct {
 	Binary, Root, DebugLog string
 	SystemdCgroup          bool
+	// Debug is runsc --debug: every command logs at debug level (with
+	// DebugLog, into its own file there).
+	Debug bool
 }
 
 // RenderRunscConfig writes the shim's TOML. runsc runs with --network=none:
@@ -217,6 +237,9 @@ func RenderRunscConfig(c RunscConfig) string {
 	}
 	if c.SystemdCgroup {
 		flags["systemd-cgroup"] = "true"
+	}
+	if c.Debug {
+		flags["debug"] = "true"
 	}
 	keys := make([]string, 0, len(flags))
 	for k := range flags {

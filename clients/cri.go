@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,17 +27,62 @@ type PodOptions struct {
 	CgroupRoot string
 	// UID is the pod's UID (random when empty).
 	UID string
+	// Name is the pod's metadata name (default cgc-<handler>).
+	Name string
+	// HostPID shares the host's PID namespace (hostPID: true): PIDs a
+	// runtime inside the pod reports are the host's.
+	HostPID bool
+	// Privileged allows privileged containers in the pod (the pod's
+	// security context, as the kubelet sets it when one container is).
+	Privileged bool
+}
+
+// ContainerOptions says what container the pod runs.
+type ContainerOptions struct {
+	// Name is the container's metadata name (default app).
+	Name string
+	// Command replaces the image's command (nil: the image's).
+	Command []string
+	// Privileged makes it a privileged container (host cgroup namespace,
+	// every device, cgroupfs mounted read-write).
+	Privileged bool
+	// AllCapabilities adds every capability and turns seccomp and AppArmor
+	// off, without making the container privileged (it keeps its cgroup
+	// namespace on cgroup v2).
+	AllCapabilities bool
+	// Mounts are bind mounts from the host.
+	Mounts []Mount
+}
+
+// Mount is one bind mount of a container.
+type Mount struct {
+	HostPath      string `json:"host_path"`
+	ContainerPath string `json:"container_path"`
+	ReadOnly      bool   `json:"readonly,omitempty"`
 }
 
 // PodSpec is the CRI PodSandboxConfig crictl reads (JSON).
 func PodSpec(name, uid, logDir, cgroupParent string) ([]byte, error) {
+	return PodSpecFor(PodOptions{Name: name, UID: uid}, logDir, cgroupParent)
+}
+
+// PodSpecFor is the CRI PodSandboxConfig of o (JSON): host network (no
+// CNI), and the host PID namespace and privilege when o asks for them.
+func PodSpecFor(o PodOptions, logDir, cgroupParent string) ([]byte, error) {
+	ns := map[string]any{"network": 2} // NODE: no CNI needed
+	if o.HostPID {
+		ns["pid"] = 2
+	}
+	sc := map[string]any{"namespace_options": ns}
+	if o.Privileged {
+		sc["privileged"] = true
+	}
 	return json.MarshalIndent(map[string]any{
-		"metadata":      map[string]any{"name": name, "namespace": "cgclients", "uid": uid, "attempt": 0},
+		"metadata":      map[string]any{"name": o.Name, "namespace": "cgclients", "uid": o.UID, "attempt": 0},
 		"log_directory": logDir,
 		"linux": map[string]any{
-			"cgroup_parent": cgroupParent,
-			// Host network (NODE = 2): no CNI needed.
-			"security_context": map[string]any{"namespace_options": map[string]any{"network": 2}},
+			"cgroup_parent":    cgroupParent,
+			"security_context": sc,
 		},
 	}, "", "  ")
 }
@@ -43,12 +90,42 @@ func PodSpec(name, uid, logDir, cgroupParent string) ([]byte, error) {
 // ContainerSpec is the CRI ContainerConfig crictl reads (JSON): the local
 // image with its default command.
 func ContainerSpec(name string) ([]byte, error) {
-	return json.MarshalIndent(map[string]any{
-		"metadata": map[string]any{"name": name, "attempt": 0},
+	return ContainerSpecFor(ContainerOptions{Name: name}, false)
+}
+
+// ContainerSpecFor is the CRI ContainerConfig of o (JSON); hostPID says
+// whether the pod shares the host's PID namespace (the container must say
+// so too).
+func ContainerSpecFor(o ContainerOptions, hostPID bool) ([]byte, error) {
+	linux := map[string]any{}
+	sc := map[string]any{}
+	if hostPID {
+		sc["namespace_options"] = map[string]any{"network": 2, "pid": 2}
+	}
+	if o.Privileged {
+		sc["privileged"] = true
+	}
+	if o.AllCapabilities {
+		sc["capabilities"] = map[string]any{"add_capabilities": []string{"ALL"}}
+		sc["seccomp"] = map[string]any{"profile_type": 1}  // Unconfined
+		sc["apparmor"] = map[string]any{"profile_type": 1} // Unconfined
+	}
+	if len(sc) > 0 {
+		linux["security_context"] = sc
+	}
+	cfg := map[string]any{
+		"metadata": map[string]any{"name": o.Name, "attempt": 0},
 		"image":    map[string]any{"image": ImageName},
-		"log_path": name + ".log",
-		"linux":    map[string]any{},
-	}, "", "  ")
+		"log_path": o.Name + ".log",
+		"linux":    linux,
+	}
+	if len(o.Command) > 0 {
+		cfg["command"] = o.Command
+	}
+	if len(o.Mounts) > 0 {
+		cfg["mounts"] = o.Mounts
+	}
+	return json.MarshalIndent(cfg, "", "  ")
 }
 
 // NewUID returns a random RFC 4122 version 4 UUID, as pod UIDs are.
@@ -61,6 +138,188 @@ func NewUID() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// Pod is one kubelet-style pod of a private containerd: its cgroup (made
+// as the kubelet makes it), its sandbox and at most one container, driven
+// through crictl step by step.
+type Pod struct {
+	c    *Containerd
+	opts PodOptions
+	// UID, CgroupParent (the CRI cgroup_parent) and ParentDir (its
+	// directory below each hierarchy root).
+	UID, CgroupParent, ParentDir string
+	// SandboxID and ContainerID are what containerd assigned ("" until
+	// RunPodSandbox and CreateContainer succeed).
+	SandboxID, ContainerID string
+	// Limit bounds each crictl call (default 2 minutes).
+	Limit time.Duration
+	dir   string
+	undo  func() []string
+}
+
+// NewPod makes the pod's cgroup as the kubelet does before RunPodSandbox:
+// cgroupfs directories <root>/kubepods/besteffort/pod<uid> in every
+// hierarchy, or a transient systemd slice kubepods-besteffort-pod<uid>.slice
+// (D-Bus StartTransientUnit). It returns the steps it ran.
+func (c *Containerd) NewPod(ctx context.Context, o PodOptions) (*Pod, []Step, error) {
+	if _, ok := c.Handlers[o.Handler]; !ok {
+		return nil, nil, fmt.Errorf("unknown handler %q", o.Handler)
+	}
+	if o.UID == "" {
+		o.UID = NewUID()
+	}
+	if o.Name == "" {
+		o.Name = "cgc-" + o.Handler
+	}
+	p := &Pod{c: c, opts: o, UID: o.UID, Limit: 2 * time.Minute}
+	p.CgroupParent = KubeletParent(c.opts.SystemdCgroup, o.CgroupRoot, o.UID)
+	p.dir = filepath.Join(c.Layout.Pods(), o.UID)
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	var steps []Step
+	var err error
+	p.ParentDir, p.undo, steps, err = c.makePodCgroup(ctx, p.CgroupParent, o.UID)
+	if err != nil {
+		return nil, steps, fmt.Errorf("making the pod cgroup %s: %w", p.CgroupParent, err)
+	}
+	return p, steps, nil
+}
+
+func (p *Pod) crictl(ctx context.Context, name string, args ...string) Step {
+	st := p.c.Crictl(ctx, p.Limit, args...)
+	st.Name = name
+	return st
+}
+
+// Run is RunPodSandbox (crictl runp --runtime HANDLER) with the pod's
+// cgroup_parent; it sets SandboxID.
+func (p *Pod) Run(ctx context.Context) Step {
+	cfg, _ := PodSpecFor(p.opts, p.dir, p.CgroupParent)
+	path := filepath.Join(p.dir, "pod.json")
+	if err := os.WriteFile(path, cfg, 0o644); err != nil {
+		return Step{Name: "crictl runp", Exit: -1, Err: err.Error()}
+	}
+	st := p.crictl(ctx, "crictl runp", "runp", "--runtime", p.opts.Handler, path)
+	p.SandboxID = ""
+	if id, err := ParseID(st.Output); st.OK() && err == nil {
+		p.SandboxID = id
+	} else if st.OK() {
+		st.Err = err.Error()
+	}
+	return st
+}
+
+// CreateContainer is CreateContainer (crictl create) in the pod; it sets
+// ContainerID.
+func (p *Pod) CreateContainer(ctx context.Context, o ContainerOptions) Step {
+	if o.Name == "" {
+		o.Name = "app"
+	}
+	cfg, _ := ContainerSpecFor(o, p.opts.HostPID)
+	path := filepath.Join(p.dir, "container-"+o.Name+".json")
+	if err := os.WriteFile(path, cfg, 0o644); err != nil {
+		return Step{Name: "crictl create", Exit: -1, Err: err.Error()}
+	}
+	st := p.crictl(ctx, "crictl create", "create", p.SandboxID, path, filepath.Join(p.dir, "pod.json"))
+	p.ContainerID = ""
+	if id, err := ParseID(st.Output); st.OK() && err == nil {
+		p.ContainerID = id
+	} else if st.OK() {
+		st.Err = err.Error()
+	}
+	return st
+}
+
+// StartContainer is StartContainer (crictl start).
+func (p *Pod) StartContainer(ctx context.Context) Step {
+	return p.crictl(ctx, "crictl start", "start", p.ContainerID)
+}
+
+// Exec runs argv in the container (crictl exec --sync, ExecSync) with a
+// time limit; its exit status is the command's.
+func (p *Pod) Exec(ctx context.Context, limit time.Duration, argv ...string) Step {
+	secs := int(limit.Seconds())
+	if secs < 1 {
+		secs = 1
+	}
+	args := append([]string{"exec", "--sync", "--timeout", fmt.Sprint(secs), p.ContainerID}, argv...)
+	st := p.c.Crictl(ctx, limit, args...)
+	st.Name = "crictl exec"
+	return st
+}
+
+// Stop is StopPodSandbox (crictl stopp).
+func (p *Pod) Stop(ctx context.Context) Step {
+	return p.crictl(ctx, "crictl stopp", "stopp", p.SandboxID)
+}
+
+// Remove is RemovePodSandbox (crictl rmp); force stops it first.
+func (p *Pod) Remove(ctx context.Context, force bool) Step {
+	if force {
+		return p.crictl(ctx, "crictl rmp -f", "rmp", "--force", p.SandboxID)
+	}
+	return p.crictl(ctx, "crictl rmp", "rmp", p.SandboxID)
+}
+
+// PodState is what crictl inspectp and inspect say about a pod.
+type PodState struct {
+	// SandboxState is SANDBOX_READY or SANDBOX_NOTREADY ("" when containerd
+	// does not know the pod); ContainerState CONTAINER_RUNNING, _EXITED…
+	SandboxState, ContainerState string
+	// SandboxPID and ContainerPID are the host PIDs containerd reports (the
+	// pause process and the container's init under runc; the sandbox
+	// process under runsc).
+	SandboxPID, ContainerPID int
+	// SandboxCgroupsPath and ContainerCgroupsPath are the cgroupsPath of
+	// their OCI specs.
+	SandboxCgroupsPath, ContainerCgroupsPath string
+	Steps                                    []Step
+}
+
+// Inspect asks containerd about the pod and its container.
+func (p *Pod) Inspect(ctx context.Context) PodState {
+	var s PodState
+	if p.SandboxID != "" {
+		st := p.crictl(ctx, "crictl inspectp", "inspectp", "-o", "json", p.SandboxID)
+		out := st.Output
+		st.Output = ""
+		if pid, state, cg, err := ParseInspect(out); st.OK() && err == nil {
+			s.SandboxPID, s.SandboxState, s.SandboxCgroupsPath = pid, state, cg
+		} else if st.OK() {
+			st.Err = err.Error()
+		} else {
+			st.Output = out
+		}
+		s.Steps = append(s.Steps, st)
+	}
+	if p.ContainerID != "" {
+		st := p.crictl(ctx, "crictl inspect", "inspect", "-o", "json", p.ContainerID)
+		out := st.Output
+		st.Output = ""
+		if pid, state, cg, err := ParseInspect(out); st.OK() && err == nil {
+			s.ContainerPID, s.ContainerState, s.ContainerCgroupsPath = pid, state, cg
+		} else if st.OK() {
+			st.Err = err.Error()
+		} else {
+			st.Output = out
+		}
+		s.Steps = append(s.Steps, st)
+	}
+	return s
+}
+
+// RemoveCgroup removes the pod's cgroup as the kubelet does once the pod is
+// gone (the slice stopped, or the directories removed) and returns what it
+// could not remove.
+func (p *Pod) RemoveCgroup() []string {
+	if p.undo == nil {
+		return nil
+	}
+	left := p.undo()
+	p.undo = nil
+	return left
 }
 
 // RunPod drives CRI as the kubelet does: it makes the pod's cgroup (the
@@ -77,67 +336,46 @@ func (c *Containerd) RunPod(ctx context.Context, o PodOptions) *Run {
 		r.problem("unknown handler %q", o.Handler)
 		return r
 	}
-	uid := o.UID
-	if uid == "" {
-		uid = NewUID()
-	}
-	r.IDs["pod-uid"] = uid
-	r.CgroupParent = KubeletParent(c.opts.SystemdCgroup, o.CgroupRoot, uid)
-	undo, err := c.makePodCgroup(ctx, r)
+	p, steps, err := c.NewPod(ctx, o)
+	r.Steps = append(r.Steps, steps...)
 	if err != nil {
-		r.problem("making the pod cgroup %s: %v", r.CgroupParent, err)
+		r.problem("%v", err)
 		return r
 	}
-	dir := filepath.Join(c.Layout.Pods(), uid)
-	podJSON, ctrJSON := filepath.Join(dir, "pod.json"), filepath.Join(dir, "container.json")
-	pod, _ := PodSpec("cgc-"+o.Handler, uid, dir, r.CgroupParent)
-	ctr, _ := ContainerSpec("app")
-	if err := os.MkdirAll(dir, 0o755); err == nil {
-		err = os.WriteFile(podJSON, pod, 0o644)
-		if err == nil {
-			err = os.WriteFile(ctrJSON, ctr, 0o644)
-		}
-		if err != nil {
-			r.problem("writing the CRI configs: %v", err)
-		}
-	}
-	limit := 2 * time.Minute
-	st := c.Crictl(ctx, limit, "runp", "--runtime", o.Handler, podJSON)
-	st.Name = "crictl runp"
+	r.IDs["pod-uid"] = p.UID
+	r.CgroupParent, r.ParentDir = p.CgroupParent, p.ParentDir
+	st := p.Run(ctx)
 	r.Steps = append(r.Steps, st)
-	podID, err := ParseID(st.Output)
-	if !st.OK() || err != nil {
+	if !st.OK() {
 		r.problem("RunPodSandbox failed: %s %s", st.Err, st.Output)
 	} else {
-		r.IDs["sandbox"] = podID
-		st = c.Crictl(ctx, limit, "create", podID, ctrJSON, podJSON)
-		st.Name = "crictl create"
+		r.IDs["sandbox"] = p.SandboxID
+		st = p.CreateContainer(ctx, ContainerOptions{})
 		r.Steps = append(r.Steps, st)
-		ctrID, err := ParseID(st.Output)
-		if !st.OK() || err != nil {
+		if !st.OK() {
 			r.problem("CreateContainer failed: %s %s", st.Err, st.Output)
 		} else {
-			r.IDs["container"] = ctrID
-			st = c.Crictl(ctx, limit, "start", ctrID)
-			st.Name = "crictl start"
+			r.IDs["container"] = p.ContainerID
+			st = p.StartContainer(ctx)
 			r.Steps = append(r.Steps, st)
 			if !st.OK() {
 				r.problem("StartContainer failed: %s %s", st.Err, st.Output)
 			}
-			c.inspect(ctx, r, "container", "inspect", ctrID)
 		}
-		c.inspect(ctx, r, "sandbox", "inspectp", podID)
+		s := p.Inspect(ctx)
+		r.Steps = append(r.Steps, s.Steps...)
+		r.SpecCgroups["sandbox"], r.IDs["sandbox-pid"], r.IDs["sandbox-state"] = s.SandboxCgroupsPath, fmt.Sprint(s.SandboxPID), s.SandboxState
+		if p.ContainerID != "" {
+			r.SpecCgroups["container"], r.IDs["container-pid"], r.IDs["container-state"] = s.ContainerCgroupsPath, fmt.Sprint(s.ContainerPID), s.ContainerState
+		}
 		r.Running = c.Procs()
-		st = c.Crictl(ctx, limit, "stopp", podID)
-		st.Name = "crictl stopp"
-		r.Steps = append(r.Steps, st)
-		st = c.Crictl(ctx, limit, "rmp", podID)
-		st.Name = "crictl rmp"
-		r.Steps = append(r.Steps, st)
+		r.Steps = append(r.Steps, p.Stop(ctx), p.Remove(ctx, false))
 	}
 	r.Left = c.leftovers(r, 10*time.Second)
 	c.cleanLeftovers(r)
-	undo(r)
+	for _, l := range p.RemoveCgroup() {
+		r.problem("removing the pod cgroup: %s", l)
+	}
 	return r
 }
 
@@ -148,50 +386,51 @@ func (c *Containerd) driver() string {
 	return "cgroupfs"
 }
 
-func (c *Containerd) inspect(ctx context.Context, r *Run, what, verb, id string) {
-	st := c.Crictl(ctx, time.Minute, verb, "-o", "json", id)
-	st.Name = "crictl " + verb
-	out := st.Output
-	st.Output = "" // long; the fields below keep what matters
-	r.Steps = append(r.Steps, st)
-	pid, state, cg, err := ParseInspect(out)
-	if err != nil {
-		r.problem("%s: %v", verb, err)
-		return
-	}
-	r.SpecCgroups[what] = cg
-	r.IDs[what+"-pid"] = fmt.Sprint(pid)
-	r.IDs[what+"-state"] = state
-}
-
 // makePodCgroup creates the pod's cgroup as the kubelet would and returns
-// how to remove it afterwards (recording what it could not remove).
-func (c *Containerd) makePodCgroup(ctx context.Context, r *Run) (func(*Run), error) {
+// its directory and how to remove it afterwards (returning what it could
+// not remove).
+func (c *Containerd) makePodCgroup(ctx context.Context, parent, uid string) (string, func() []string, []Step, error) {
 	if c.opts.SystemdCgroup {
-		dir, err := SliceDir(r.CgroupParent)
+		dir, err := SliceDir(parent)
 		if err != nil {
-			return nil, err
+			return "", nil, nil, err
 		}
-		r.ParentDir = dir
 		st := c.run(ctx, 30*time.Second, "busctl StartTransientUnit", "busctl", "call", "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-			"org.freedesktop.systemd1.Manager", "StartTransientUnit", "ssa(sv)a(sa(sv))", r.CgroupParent, "replace",
-			"1", "Description", "s", "cgclients pod "+r.IDs["pod-uid"], "0")
-		r.Steps = append(r.Steps, st)
+			"org.freedesktop.systemd1.Manager", "StartTransientUnit", "ssa(sv)a(sa(sv))", parent, "replace",
+			"1", "Description", "s", "cgclients pod "+uid, "0")
 		if !st.OK() {
-			return nil, fmt.Errorf("%s %s", st.Err, st.Output)
+			return "", nil, []Step{st}, fmt.Errorf("%s %s", st.Err, st.Output)
 		}
-		return func(r *Run) {
-			st := c.run(context.Background(), 30*time.Second, "systemctl stop pod slice", "systemctl", "stop", r.CgroupParent)
-			r.Steps = append(r.Steps, st)
-		}, nil
+		// On v1 systemd makes the slice only in the hierarchies it
+		// manages; the kubelet (libcontainer's legacy systemd manager,
+		// joinCgroups) makes the same path in every other one.
+		made, err := mkdirV1(c.Host, dir)
+		undo := func() []string {
+			var left []string
+			st := c.run(context.Background(), 30*time.Second, "systemctl stop pod slice", "systemctl", "stop", parent)
+			if !st.OK() {
+				left = append(left, fmt.Sprintf("systemctl stop %s: exit %d %s %s", parent, st.Exit, st.Err, st.Output))
+			}
+			// Deepest first, one level at a time: never what is below.
+			for i := len(made) - 1; i >= 0; i-- {
+				if err := os.Remove(made[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					left = append(left, err.Error())
+				}
+			}
+			return left
+		}
+		if err != nil {
+			undo()
+			return "", nil, []Step{st}, err
+		}
+		return dir, undo, []Step{st}, nil
 	}
-	r.ParentDir = r.CgroupParent
 	// The kubelet makes /kubepods, /kubepods/besteffort and the pod's
 	// cgroup in every hierarchy; below the test tree on a shared host.
-	treeRoot := path.Dir(path.Dir(r.CgroupParent)) // <root>/kubepods
+	treeRoot := path.Dir(path.Dir(parent)) // <root>/kubepods
 	t := &cgroupfs.Tree{Host: c.Host, Root: treeRoot}
 	if c.opts.Tree != nil && !cgroupfs.IsUnder(treeRoot, c.opts.Tree.Root) {
-		return nil, fmt.Errorf("the pod cgroup %s would leave the test tree %s: pass its root as CgroupRoot", r.CgroupParent, c.opts.Tree.Root)
+		return "", nil, nil, fmt.Errorf("the pod cgroup %s would leave the test tree %s: pass its root as CgroupRoot", parent, c.opts.Tree.Root)
 	}
 	var made []string
 	for _, h := range c.Host.Hierarchies {
@@ -199,17 +438,16 @@ func (c *Containerd) makePodCgroup(ctx context.Context, r *Run) (func(*Run), err
 			made = append(made, h.Dir(treeRoot))
 		}
 	}
-	if err := t.Mkdir(r.CgroupParent); err != nil {
-		return nil, err
+	if err := t.Mkdir(parent); err != nil {
+		return "", nil, nil, err
 	}
-	return func(r *Run) {
+	return parent, func() []string {
+		var left []string
 		for _, h := range c.Host.Hierarchies {
 			// The kubelet removes the pod cgroup once the pod is gone;
 			// what the runtime left below it makes that fail.
-			if left := cgroupfs.RemoveTree(h.Dir(r.CgroupParent), time.Second); len(left) > 0 {
-				r.problem("removing the pod cgroup: %s", strings.Join(left, "; "))
-			}
-			for _, d := range []string{h.Dir(path.Dir(r.CgroupParent)), h.Dir(treeRoot)} {
+			left = append(left, cgroupfs.RemoveTree(h.Dir(parent), time.Second)...)
+			for _, d := range []string{h.Dir(path.Dir(parent)), h.Dir(treeRoot)} {
 				for _, m := range made {
 					if strings.HasPrefix(d, m) {
 						os.Remove(d)
@@ -217,7 +455,39 @@ func (c *Containerd) makePodCgroup(ctx context.Context, r *Run) (func(*Run), err
 				}
 			}
 		}
-	}, nil
+		return left
+	}, nil, nil
+}
+
+// mkdirV1 makes the cgroup rel and its missing parents in every v1
+// controller hierarchy of host (a new cpuset gets its parent's cpus and
+// mems), and returns the directories it made, parents first.
+func mkdirV1(host *cgroupfs.Host, rel string) ([]string, error) {
+	var made []string
+	for _, h := range host.Hierarchies {
+		if h.V2 || len(h.Controllers()) == 0 {
+			continue
+		}
+		cur := "/"
+		for _, part := range strings.Split(strings.Trim(path.Clean(rel), "/"), "/") {
+			parent := h.Dir(cur)
+			cur = path.Join(cur, part)
+			dir := h.Dir(cur)
+			if _, err := os.Stat(dir); err == nil {
+				continue
+			}
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				return made, err
+			}
+			made = append(made, dir)
+			if slices.Contains(h.Controllers(), "cpuset") {
+				if err := cgroupfs.CopyCpuset(parent, dir); err != nil {
+					return made, err
+				}
+			}
+		}
+	}
+	return made, nil
 }
 
 // leftovers waits up to wait for this containerd's processes other than
@@ -307,10 +577,10 @@ func (c *Containerd) cleanLeftovers(r *Run) {
 		// Units systemd still lists for the run's IDs (a leftover scope
 		// keeps its cgroup).
 		for _, id := range r.tokens() {
-			out, _ := exec.Command("systemctl", "list-units", "--all", "--no-legend", "--plain", "*"+id+"*").Output()
-			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			ls := c.run(context.Background(), 30*time.Second, "systemctl list-units", "systemctl", "list-units", "--all", "--no-legend", "--plain", "*"+id+"*")
+			for _, line := range strings.Split(strings.TrimSpace(ls.Output), "\n") {
 				if f := strings.Fields(line); len(f) > 0 {
-					exec.Command("systemctl", "stop", f[0]).Run()
+					c.run(context.Background(), 30*time.Second, "systemctl stop", "systemctl", "stop", f[0])
 					r.Cleaned = append(r.Cleaned, "stopped unit "+f[0])
 				}
 			}

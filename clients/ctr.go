@@ -53,6 +53,32 @@ func (c *Containerd) RunArgs(h Handler, annotate bool, extra ...string) []string
 	return append(args, extra...)
 }
 
+// RunConfigArgs is the `ctr run -d` argument list for container id whose
+// whole OCI spec is the file config (--config: no image, no snapshot; the
+// spec's root.path is used as it is, and its linux.cgroupsPath, empty or
+// not, goes to the runtime unchanged). The runsc shim gets the CRI
+// container-type annotation it needs to hand runsc the task's IO.
+func (c *Containerd) RunConfigArgs(h Handler, config, id string) []string {
+	args := append([]string{"run", "-d", "--fifo-dir", c.Layout.FIFOs(), "--config", config}, c.RuntimeArgs(h)...)
+	if h.IsRunsc() {
+		args = append(args, "--label", AnnotationContainerType+"="+ContainerTypeSandbox)
+	}
+	return append(args, id)
+}
+
+// Task is a task as `ctr task ls` lists it.
+type Task struct {
+	PID    int
+	Status string // RUNNING, STOPPED, CREATED…; "" when not listed
+}
+
+// TaskOf asks containerd for task id in namespace ns.
+func (c *Containerd) TaskOf(ctx context.Context, limit time.Duration, ns, id string) (Task, Step) {
+	st := c.Ctr(ctx, limit, ns, "task", "ls")
+	pid, status := TaskPID(st.Output, id)
+	return Task{PID: pid, Status: status}, st
+}
+
 func randomID(prefix string) string {
 	var b [3]byte
 	rand.Read(b[:])

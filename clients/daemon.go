@@ -46,13 +46,45 @@ type Options struct {
 	// kernel has it, else native.
 	Snapshotter string
 	Debug       bool
-	Log         io.Writer
+	// RunscDebug runs every runsc command with --debug (full debug logs in
+	// each handler's LogDir).
+	RunscDebug bool
+	// Handlers, when set, are the runtime handlers instead of the default
+	// three (DefaultHandlers); a runc handler named HandlerRunc, the CRI
+	// plugin's default, is added when missing.
+	Handlers []Handler
+	// StartCmd, when set, starts every process the clients run
+	// (containerd, ctr, crictl, busctl, systemctl) and returns a function
+	// to call once its Wait has returned: a caller that reaps orphans (a
+	// child subreaper) registers them so it never takes their exit status.
+	StartCmd func(*exec.Cmd) (release func(), err error)
+	Log      io.Writer
+}
+
+// startCmd starts cmd through Options.StartCmd.
+func (c *Containerd) startCmd(cmd *exec.Cmd) (func(), error) {
+	if c.opts.StartCmd != nil {
+		return c.opts.StartCmd(cmd)
+	}
+	return func() {}, cmd.Start()
+}
+
+// DefaultHandlers are the three handlers of Bins: runsc (patched shim and
+// runsc), runsc-stock, and runc through containerd's runc shim.
+func DefaultHandlers(b *build.Binaries, runc string) []Handler {
+	return []Handler{
+		{Name: HandlerRunsc, Shim: b.RunscShim["patched"], Runsc: b.Runsc["patched"]},
+		{Name: HandlerRunscStock, Shim: b.RunscShim["stock"], Runsc: b.Runsc["stock"]},
+		{Name: HandlerRunc, Shim: b.RuncShim, Runc: runc},
+	}
 }
 
 // Containerd is a running private containerd.
 type Containerd struct {
 	Layout   Layout
 	Handlers map[string]Handler
+	// order lists the handler names as configured.
+	order []string
 	// Snapshotter is overlayfs where the kernel has it, else native (a
 	// VM kernel without the overlay module).
 	Snapshotter string
@@ -106,10 +138,21 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 			c = nil
 		}
 	}()
-	c.Handlers = map[string]Handler{
-		HandlerRunsc:      {Name: HandlerRunsc, Shim: o.Bins.RunscShim["patched"], Runsc: o.Bins.Runsc["patched"]},
-		HandlerRunscStock: {Name: HandlerRunscStock, Shim: o.Bins.RunscShim["stock"], Runsc: o.Bins.Runsc["stock"]},
-		HandlerRunc:       {Name: HandlerRunc, Shim: o.Bins.RuncShim, Runc: o.Runc},
+	hs := o.Handlers
+	if len(hs) == 0 {
+		hs = DefaultHandlers(o.Bins, o.Runc)
+	}
+	c.Handlers = map[string]Handler{}
+	for _, h := range hs {
+		if _, dup := c.Handlers[h.Name]; dup || h.Name == "" {
+			return c, fmt.Errorf("handler %q named twice (or unnamed)", h.Name)
+		}
+		c.Handlers[h.Name] = h
+		c.order = append(c.order, h.Name)
+	}
+	if _, ok := c.Handlers[HandlerRunc]; !ok {
+		c.Handlers[HandlerRunc] = Handler{Name: HandlerRunc, Shim: o.Bins.RuncShim, Runc: o.Runc}
+		c.order = append(c.order, HandlerRunc)
 	}
 	if err := c.prepare(); err != nil {
 		return c, err
@@ -134,17 +177,21 @@ func (c *Containerd) prepare() error {
 		}
 	}
 	var hs []Handler
-	for _, name := range Handlers {
+	for _, name := range c.order {
 		h := c.Handlers[name]
 		hs = append(hs, h)
 		if !h.IsRunsc() {
 			continue
 		}
-		logs := filepath.Join(l.Logs(), h.Name) + "/"
+		logs := h.LogDir
+		if logs == "" {
+			logs = filepath.Join(l.Logs(), h.Name)
+		}
+		logs = strings.TrimSuffix(logs, "/") + "/"
 		if err := os.MkdirAll(logs, 0o755); err != nil {
 			return err
 		}
-		cfg := RenderRunscConfig(RunscConfig{Binary: h.Runsc, Root: l.RunscRoot(h.Name), DebugLog: logs, SystemdCgroup: c.opts.SystemdCgroup})
+		cfg := RenderRunscConfig(RunscConfig{Binary: h.Runsc, Root: l.RunscRoot(h.Name), DebugLog: logs, SystemdCgroup: c.opts.SystemdCgroup, Debug: c.opts.RunscDebug})
 		if err := os.WriteFile(l.RunscConfigPath(h.Name), []byte(cfg), 0o644); err != nil {
 			return err
 		}
@@ -235,11 +282,12 @@ func (c *Containerd) startDaemon(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group: a terminal's ^C reaches us, and we stop it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	release, err := c.startCmd(cmd)
+	if err != nil {
 		return fmt.Errorf("starting containerd: %w", err)
 	}
 	c.cmd, c.PID = cmd, cmd.Process.Pid
-	go func() { cmd.Wait(); close(c.exited) }()
+	go func() { cmd.Wait(); release(); close(c.exited) }()
 	c.logf("containerd pid %d, base %s, cgroup %q", c.PID, c.Layout.Base, c.DaemonCgroup())
 	return nil
 }
@@ -294,7 +342,11 @@ func (c *Containerd) run(ctx context.Context, limit time.Duration, name string, 
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
-	err := cmd.Run()
+	release, err := c.startCmd(cmd)
+	if err == nil {
+		err = cmd.Wait()
+		release()
+	}
 	st.Seconds = time.Since(start).Seconds()
 	st.Output = dropNoise(out.String())
 	if cmd.ProcessState != nil {
@@ -368,7 +420,11 @@ func (c *Containerd) Procs() []Proc {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		out = append(out, Proc{PID: p.pid, PPID: p.ppid, Role: role(p, c.PID), Comm: p.comm, Cgroups: cg})
+		pr := Proc{PID: p.pid, PPID: p.ppid, Role: role(p, c.PID), Comm: p.comm, Cgroups: cg}
+		if pr.Role == RoleSandbox || pr.Role == RoleGofer {
+			pr.ID, pr.Root = runscIdentity(p.argv)
+		}
+		out = append(out, pr)
 	}
 	return out
 }

@@ -16,6 +16,11 @@ type Proc struct {
 	PPID int    `json:"ppid"`
 	Role string `json:"role"`
 	Comm string `json:"comm"`
+	// ID is the container ID a runsc sandbox or gofer serves (the last
+	// argument of its command line), and Root its --root (the shim's root
+	// plus the containerd namespace); "" for other roles.
+	ID   string `json:"id,omitempty"`
+	Root string `json:"root,omitempty"`
 	// Cgroups maps a hierarchy key (as in /proc/PID/cgroup: "memory",
 	// "cpu", "name=systemd", "" for cgroup2) to the process's cgroup.
 	Cgroups map[string]string `json:"cgroups"`
@@ -118,6 +123,22 @@ func ours(all []procInfo, daemon int, base string) []procInfo {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].pid < out[j].pid })
 	return out
+}
+
+// runscIdentity is the container ID (the last argument) and --root of a
+// runsc sandbox or gofer command line.
+func runscIdentity(argv []string) (id, root string) {
+	if len(argv) < 2 {
+		return "", ""
+	}
+	for i, a := range argv {
+		if v, ok := strings.CutPrefix(a, "--root="); ok {
+			root = v
+		} else if a == "--root" && i+1 < len(argv) {
+			root = argv[i+1]
+		}
+	}
+	return argv[len(argv)-1], root
 }
 
 func mentions(argv []string, base string) bool {

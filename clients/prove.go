@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -37,6 +38,9 @@ type Report struct {
 	TreeLeft []string     `json:"treeLeft,omitempty"`
 	Problems []string     `json:"problems,omitempty"`
 	Daemon   *DaemonFacts `json:"daemon,omitempty"`
+	// Timings are the client calls' times per handler and step name, in
+	// run order (Repeat rounds).
+	Timings map[string]map[string][]float64 `json:"timings,omitempty"`
 }
 
 // DaemonFacts describe the private containerd of a report.
@@ -60,7 +64,19 @@ type ProveOptions struct {
 	// Repros runs the client problems' reproductions too.
 	Repros      bool
 	Snapshotter string // "" for overlayfs when available, else native
-	Log         io.Writer
+	// Repeat runs every scenario this many rounds, the handlers
+	// interleaved and their order rotated every round (so none always
+	// runs first or after the same one): for timings. Default 1.
+	Repeat int
+	// RunscDebug runs runsc with --debug; with LogsDir, each handler's
+	// debug logs of its slowest StopPodSandbox are kept in
+	// LogsDir/<handler>-slowest-stopp/ (the others are dropped).
+	RunscDebug bool
+	LogsDir    string
+	// ContainerdDebug turns on containerd's debug log, copied to
+	// LogsDir/containerd.log at the end.
+	ContainerdDebug bool
+	Log             io.Writer
 }
 
 // Prove starts a private containerd, runs every scenario with every
@@ -95,10 +111,25 @@ func Prove(ctx context.Context, o ProveOptions) (*Report, error) {
 			}
 		}()
 	}
-	c, err := Start(ctx, Options{Bins: o.Bins, Busybox: o.Busybox, SystemdCgroup: o.SystemdCgroup, Tree: tree, Snapshotter: o.Snapshotter, Log: o.Log})
+	var hs []Handler
+	var logDirs map[string]string
+	if o.LogsDir != "" {
+		logDirs = map[string]string{}
+		runc, _ := exec.LookPath("runc")
+		for _, h := range DefaultHandlers(o.Bins, runc) {
+			if h.IsRunsc() {
+				h.LogDir = filepath.Join(o.LogsDir, "current-"+h.Name)
+				logDirs[h.Name] = h.LogDir
+			}
+			hs = append(hs, h)
+		}
+	}
+	c, err := Start(ctx, Options{Bins: o.Bins, Busybox: o.Busybox, SystemdCgroup: o.SystemdCgroup, Tree: tree, Snapshotter: o.Snapshotter,
+		Handlers: hs, RunscDebug: o.RunscDebug, Debug: o.ContainerdDebug, Log: o.Log})
 	if err != nil {
 		return nil, err
 	}
+	slowest := map[string]float64{}
 	rep.Driver = c.driver()
 	cfg, _ := os.ReadFile(c.Layout.Config())
 	rep.Daemon = &DaemonFacts{PID: c.PID, Config: string(cfg)}
@@ -109,23 +140,45 @@ func Prove(ctx context.Context, o ProveOptions) (*Report, error) {
 	if tree != nil {
 		root = tree.Root
 	}
-	for _, sc := range o.Scenarios {
-		for _, h := range o.Handlers {
-			if ctx.Err() != nil {
-				break
+	rounds := max(o.Repeat, 1)
+	rep.Timings = map[string]map[string][]float64{}
+	for round := 0; round < rounds; round++ {
+		for _, sc := range o.Scenarios {
+			for i := range o.Handlers {
+				h := o.Handlers[(i+round)%len(o.Handlers)]
+				if ctx.Err() != nil {
+					break
+				}
+				var r *Run
+				switch sc {
+				case ScenarioCRI:
+					r = c.RunPod(ctx, PodOptions{Handler: h, CgroupRoot: root})
+				case ScenarioCtr:
+					r = c.RunCtr(ctx, CtrOptions{Handler: h})
+				default:
+					rep.Problems = append(rep.Problems, "unknown scenario "+sc)
+					continue
+				}
+				rep.Runs = append(rep.Runs, r)
+				fmt.Fprintf(logOrDiscard(o.Log), "clients: round %d %s/%s/%s: %d processes, left: %s\n", round+1, sc, h, rep.Driver, len(r.Running), leftSummary(r.Left))
+				if rep.Timings[h] == nil {
+					rep.Timings[h] = map[string][]float64{}
+				}
+				for _, st := range r.Steps {
+					rep.Timings[h][st.Name] = append(rep.Timings[h][st.Name], st.Seconds)
+				}
+				if d, ok := logDirs[h]; ok {
+					keepSlowest(d, filepath.Join(o.LogsDir, h+"-slowest-stopp"), r, slowest, h)
+				}
 			}
-			var r *Run
-			switch sc {
-			case ScenarioCRI:
-				r = c.RunPod(ctx, PodOptions{Handler: h, CgroupRoot: root})
-			case ScenarioCtr:
-				r = c.RunCtr(ctx, CtrOptions{Handler: h})
-			default:
-				rep.Problems = append(rep.Problems, "unknown scenario "+sc)
-				continue
-			}
-			rep.Runs = append(rep.Runs, r)
-			fmt.Fprintf(logOrDiscard(o.Log), "clients: %s/%s/%s: %d processes, left: %s\n", sc, h, rep.Driver, len(r.Running), leftSummary(r.Left))
+		}
+	}
+	for _, d := range logDirs {
+		os.RemoveAll(d)
+	}
+	if o.ContainerdDebug && o.LogsDir != "" {
+		if b, err := os.ReadFile(c.Layout.Log()); err == nil {
+			os.WriteFile(filepath.Join(o.LogsDir, "containerd.log"), b, 0o644)
 		}
 	}
 	if o.Repros {
@@ -150,6 +203,22 @@ func Prove(ctx context.Context, o ProveOptions) (*Report, error) {
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
+}
+
+// keepSlowest moves the debug logs runsc wrote during run r (all of dir)
+// to keep when r's StopPodSandbox is the slowest of handler h so far, and
+// drops them otherwise.
+func keepSlowest(dir, keep string, r *Run, slowest map[string]float64, h string) {
+	st, ok := r.Step("crictl stopp")
+	if ok && st.Seconds > slowest[h] {
+		slowest[h] = st.Seconds
+		os.RemoveAll(keep)
+		if err := os.Rename(dir, keep); err == nil {
+			os.WriteFile(filepath.Join(keep, "RUN.txt"), []byte(fmt.Sprintf("sandbox %s, crictl stopp %.2fs, rmp and the rest in the report\n", r.IDs["sandbox"], st.Seconds)), 0o644)
+		}
+	}
+	os.RemoveAll(dir)
+	os.MkdirAll(dir, 0o755)
 }
 
 func logOrDiscard(w io.Writer) io.Writer {

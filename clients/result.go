@@ -323,12 +323,47 @@ func Markdown(rep *Report) string {
 			}
 		}
 	}
+	if len(rep.Timings) > 0 {
+		b.WriteString("\n\n" + TimingTable(rep.Timings, []string{"crictl runp", "crictl stopp", "crictl rmp"}))
+	}
 	fmt.Fprintf(&b, "\n\nStop: containerd ended by %s; %d processes killed after it, %d mounts, %d shim sockets left.\n", rep.Stop.Exit, len(rep.Stop.Killed), len(rep.Stop.Unmounted), len(rep.Stop.ShimSockets))
 	for _, e := range append(append([]string(nil), rep.Stop.Errors...), rep.Problems...) {
 		fmt.Fprintf(&b, "- problem: %s\n", e)
 	}
 	for _, l := range rep.TreeLeft {
 		fmt.Fprintf(&b, "- left in the test tree: %s\n", l)
+	}
+	return b.String()
+}
+
+// TimingTable renders the times of the named client calls per handler:
+// count, minimum, median, maximum and every value in run order.
+func TimingTable(t map[string]map[string][]float64, steps []string) string {
+	var b strings.Builder
+	b.WriteString("| handler | call | n | min | median | max | seconds, in run order |\n|---|---|---|---|---|---|---|\n")
+	hs := make([]string, 0, len(t))
+	for h := range t {
+		hs = append(hs, h)
+	}
+	sort.Strings(hs)
+	for _, h := range hs {
+		for _, st := range steps {
+			v := t[h][st]
+			if len(v) == 0 {
+				continue
+			}
+			s := append([]float64(nil), v...)
+			sort.Float64s(s)
+			med := s[len(s)/2]
+			if len(s)%2 == 0 {
+				med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+			}
+			var all []string
+			for _, x := range v {
+				all = append(all, fmt.Sprintf("%.1f", x))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %.1f | %.1f | %.1f | %s |\n", h, st, len(v), s[0], med, s[len(s)-1], strings.Join(all, " "))
+		}
 	}
 	return b.String()
 }

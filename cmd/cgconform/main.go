@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
@@ -28,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/clients/build"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
@@ -98,6 +100,8 @@ func run() int {
 	busybox := flag.String("busybox", "/usr/bin/busybox", "static busybox binary for the container rootfs")
 	enableRoot := flag.Bool("enable-root-controllers", false, "on cgroup v2, enable missing controllers in the root cgroup.subtree_control (changes the host: for throwaway VMs)")
 	validate := flag.Bool("validate", false, "only load and validate the case files")
+	clientsDir := flag.String("clients", "", "folder with the real clients of the client contexts (containerd, ctr, crictl, containerd-shim-runc-v2, containerd-shim-runsc-v1-{patched,stock}; make clients); default: the folder of this binary")
+	clientsDebug := flag.Bool("clients-debug", false, "run runsc under the shim with --debug (full debug logs in each case's logs/runsc folder)")
 	timeScale := flag.Float64("time-scale", 1, "multiply every time bound a case sets (expect.within, timeout), and the 90 s hang guard of each runtime command, by this, e.g. 10 under QEMU without KVM; the report notes it")
 	flag.Parse()
 
@@ -169,7 +173,12 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	bins, clientsErr, clientsVersion := findClients(*clientsDir, self)
 	rep, err := runner.Run(ctx, runner.Options{
+		Clients:               bins,
+		ClientsError:          clientsErr,
+		ClientsVersion:        clientsVersion,
+		ClientsDebug:          *clientsDebug,
 		Cases:                 cases,
 		Runtimes:              rts,
 		RuntimeErrors:         rtErrs,
@@ -223,6 +232,23 @@ func run() int {
 		return 3
 	}
 	return 0
+}
+
+// findClients looks for the real clients in dir (default: next to the
+// harness binary). Missing clients are not an error: the client contexts
+// skip with the reason.
+func findClients(dir, self string) (*build.Binaries, string, string) {
+	if dir == "" {
+		dir = filepath.Dir(self)
+	}
+	b, err := build.Find(dir)
+	if err != nil {
+		return nil, err.Error(), ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, b.Containerd, "--version").Output()
+	return b, "", strings.Join(strings.Fields(string(out)), " ")
 }
 
 // printEnvironment says where the failures happened, as crun's tests do.

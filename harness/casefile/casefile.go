@@ -361,10 +361,13 @@ var (
 	// when cgroup namespaces exist; throwaway when the host may be changed
 	// at will (cgconform -throwaway: the matrix's VMs), for inputs that may
 	// reach the real root of a hierarchy; root when the harness runs as
-	// root.
-	Requirements = []string{"root", "cgroup-v1", "hybrid", "cgroup-v2", "v1-controllers", "systemd", "no-systemd", "cgroupns", "throwaway"}
-	// Contexts a case may run in.
-	Contexts = []string{"host", "container", "kubepods-privileged", "kubepods-delegated", "systemd-unit", "systemd-unit-undelegated"}
+	// root; clients when the real clients (containerd, ctr, crictl, the
+	// runsc and runc shims) are there (cgconform -clients).
+	Requirements = []string{"root", "cgroup-v1", "hybrid", "cgroup-v2", "v1-controllers", "systemd", "no-systemd", "cgroupns", "throwaway", "clients"}
+	// Contexts a case may run in. The last five are made by a real
+	// containerd (ClientContexts).
+	Contexts = []string{"host", "container", "kubepods-privileged", "kubepods-delegated", "systemd-unit", "systemd-unit-undelegated",
+		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated"}
 	// Actions a step may do.
 	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "check"}
 	// SetupActions a setup item may do.
@@ -695,7 +698,7 @@ func (c *Case) Validate() error {
 			}
 		}
 	}
-	return nil
+	return c.validateClients()
 }
 
 // checkRequires allows only known requirements, and at most one host mode:

@@ -97,6 +97,36 @@ func TestPlacementUnmanagedHierarchy(t *testing.T) {
 	}
 }
 
+// A runtime started from another cgroup than C (a shim in containerd's
+// cgroup placing a pod under the pod cgroup C) may leave its processes in
+// that origin in the hierarchies no runtime must manage (misc), and only
+// there.
+func TestPlacementFromOrigin(t *testing.T) {
+	caller := map[string]string{"memory": "/kp/pod1", "misc": "/kp/pod1"}
+	origin := map[string]string{"memory": "/t/containerd", "misc": "/t/containerd"}
+	names := map[string]string{"memory": "memory", "misc": "misc"}
+	keys := []string{"memory", "misc"}
+	for _, tc := range []struct {
+		name string
+		got  map[string]string
+		want string
+	}{
+		{"misc left in the origin", map[string]string{"memory": "/kp/pod1/x", "misc": "/t/containerd"}, ""},
+		{"memory left in the origin", map[string]string{"memory": "/t/containerd", "misc": "/t/containerd"}, "2 of 2 placements"},
+		{"misc elsewhere", map[string]string{"memory": "/kp/pod1/x", "misc": "/other"}, "2 of 4 placements"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, _ := PlacementFrom("beneath", "", nil, procs(tc.got), caller, origin, keys, names)
+			if (tc.want == "") != (msg == "") || !strings.Contains(msg, tc.want) {
+				t.Errorf("PlacementFrom = %q, want %q", msg, tc.want)
+			}
+		})
+	}
+	if msg, _ := Placement("beneath", "", nil, procs(map[string]string{"memory": "/kp/pod1/x", "misc": "/t/containerd"}), caller, keys, names); msg == "" {
+		t.Error("Placement (origin = C) accepted misc in another cgroup")
+	}
+}
+
 func TestDistinct(t *testing.T) {
 	names := map[string]string{"memory": "memory"}
 	shared := map[string][]report.Process{

@@ -76,6 +76,13 @@ func (r *Runner) snapshot(cs *caseState) map[string]bool {
 				}
 			}
 		}
+		for _, n := range cs.names {
+			for _, d := range cgroupfs.FindNamed(h, n, r.tree.Root) {
+				for _, x := range cgroupfs.Dirs(h, d) {
+					out[h.Name()+":"+x] = true
+				}
+			}
+		}
 	}
 	return out
 }
@@ -112,6 +119,14 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 	var notes []string
 	for _, in := range cs.order {
 		if !in.created || in.deleted {
+			continue
+		}
+		if cs.client != nil && cs.client.kind.makes() {
+			_, cmd := foldSteps(r.clientAction(ctx, cs, in, "delete-force", nil, ""))
+			cs.noteDelete(cmd.Dur)
+			if cmd.Exit != 0 {
+				notes = append(notes, fmt.Sprintf("client delete-force %s exited %d: %s", in.label, cmd.Exit, trunc(cmd.Output, 300)))
+			}
 			continue
 		}
 		res := r.runCommand(ctx, cs, in, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "delete-force", in.id, in.bundle, nil, "")...), r.scaled(60*time.Second))
@@ -166,10 +181,12 @@ func (r *Runner) leftovers(cs *caseState) []string {
 }
 
 // strayMounts are mounts a runtime left in the case's folder (a failed
-// start's rootfs or bundle mounts): every mount there is a leak, except
-// the one runsc --network=none binds into each --root it uses
-// ("null-netns", kept for the root's later sandboxes) and the harness's
-// own tmpfs of a sandbox mount namespace (in that namespace only).
+// start's rootfs or bundle mounts): every mount there that was not there
+// at the baseline (a client context's pod) is a leak, except the one runsc
+// --network=none binds into each --root it uses ("null-netns", kept for
+// the root's later sandboxes; the roots of a client context's runsc live
+// in containerd's base folder) and the harness's own tmpfs of a sandbox
+// mount namespace (in that namespace only).
 func (r *Runner) strayMounts(cs *caseState) []string {
 	mps, err := mounts.Under(cs.dir)
 	if err != nil {
@@ -177,10 +194,20 @@ func (r *Runner) strayMounts(cs *caseState) []string {
 	}
 	var out []string
 	for _, m := range mps {
-		if filepath.Base(m) == "null-netns" && strings.HasPrefix(m, filepath.Join(cs.dir, "state")+"/") {
+		if cs.mountBase[m] || filepath.Base(m) == "null-netns" {
 			continue
 		}
 		out = append(out, "mount "+m)
+	}
+	return out
+}
+
+// mountsNow is the set of mounts below the case's folder.
+func (r *Runner) mountsNow(cs *caseState) map[string]bool {
+	mps, _ := mounts.Under(cs.dir)
+	out := map[string]bool{}
+	for _, m := range mps {
+		out[m] = true
 	}
 	return out
 }
@@ -294,11 +321,35 @@ func intsToStrings(xs []int) []string {
 
 // teardownCase removes the context and everything below the case root.
 func (r *Runner) teardownCase(cs *caseState) {
+	if left := r.closeClient(cs); len(left) > 0 {
+		cs.fail("teardown", "the client context could not be undone", strings.Join(left, "\n"))
+		if cs.res.Outcome != report.Skip {
+			cs.res.Outcome = report.Fail
+		}
+	}
 	if left := killAndWait(descendants(os.Getpid()), 5*time.Second); len(left) > 0 {
 		cs.fail("teardown", fmt.Sprintf("processes survived SIGKILL: %v", left), "")
 		cs.res.Outcome = report.Fail
 	}
 	var left []string
+	if cs.client != nil {
+		// What a runtime made in a pod slice outside the case root (the
+		// kubelet stopped the slice above; systemd removes its own).
+		for _, e := range cs.extra {
+			for _, h := range r.host.Hierarchies {
+				if h.Key == e.key {
+					left = append(left, cgroupfs.RemoveTree(h.Dir(e.path), 5*time.Second)...)
+				}
+			}
+		}
+		for _, n := range cs.names {
+			for _, h := range r.host.Hierarchies {
+				for _, d := range cgroupfs.FindNamed(h, n, r.tree.Root) {
+					left = append(left, cgroupfs.RemoveTree(h.Dir(d), 5*time.Second)...)
+				}
+			}
+		}
+	}
 	if cs.unit != "" {
 		_, _ = r.reaper.output(exec.Command("systemctl", "stop", cs.unit))
 		// What a runtime made inside the unit is ours to remove; systemd

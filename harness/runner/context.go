@@ -39,6 +39,8 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 		return r.setupUnit(ctx, cs, true)
 	case "systemd-unit-undelegated":
 		return r.setupUnit(ctx, cs, false)
+	case "ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated":
+		return r.setupClient(ctx, cs)
 	default:
 		return fmt.Errorf("unknown context %q", cs.cx)
 	}

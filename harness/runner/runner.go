@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/clients/build"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
@@ -75,6 +76,15 @@ type Options struct {
 	// TimeScale multiplies every "within" bound (slow emulation, e.g. QEMU
 	// without KVM). 0 means 1.
 	TimeScale float64
+	// Clients are the real clients of the client contexts (containerd,
+	// ctr, crictl, the shims); nil skips those contexts with ClientsError.
+	Clients      *build.Binaries
+	ClientsError string
+	// ClientsVersion names them in the report's notes.
+	ClientsVersion string
+	// ClientsDebug runs runsc under the shim with --debug (full debug logs
+	// in each case's logs/runsc folder).
+	ClientsDebug bool
 }
 
 // Runner holds one run's state.
@@ -296,6 +306,9 @@ func (r *Runner) skipReason(c *casefile.Case, cx string, rt Runtime) string {
 	if why := r.unmet(c.Requires); why != "" {
 		return why
 	}
+	if why := r.clientSkip(cx, rt); why != "" {
+		return why
+	}
 	switch cx {
 	case "kubepods-delegated":
 		if r.host.Mode != mode.V2 {
@@ -341,6 +354,10 @@ func (r *Runner) unmet(reqs []string) string {
 		case "throwaway":
 			if !r.opt.Throwaway {
 				return "needs a throwaway host (-throwaway, set by the matrix in its VMs): it may reach the real root of a hierarchy"
+			}
+		case "clients":
+			if r.opt.Clients == nil {
+				return "needs the real clients (containerd, ctr, crictl, the shims; make clients): " + r.opt.ClientsError
 			}
 		}
 	}
@@ -398,6 +415,9 @@ func (r *Runner) runKilled(ctx context.Context, cs *caseState, in *instance, arg
 		return res
 	}
 	defer out.Close()
+	if cs.client != nil && cs.client.kind == clientExec {
+		return r.runInPod(ctx, cs, argv, timeout, logPath)
+	}
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		res.err = err
@@ -527,14 +547,22 @@ type caseState struct {
 	// between trials and inputs restores it.
 	callerControl map[string][]string
 	unit          string
-	dir           string
-	logDir        string
-	insts         map[string][]*instance
-	order         []*instance
-	baseline      map[string]bool
-	mu            sync.Mutex
-	logN          int
-	vars          map[string]string
+	// client is the client context (containerd) of the case, nil for the
+	// CLI contexts; names are IDs a client assigned (CRI sandbox and
+	// container IDs), watched like the run token wherever they appear.
+	client *clientState
+	names  []string
+	// mountBase are the mounts below the case's folder at the baseline
+	// (a client context's pod): only what appears later can be a leak.
+	mountBase map[string]bool
+	dir       string
+	logDir    string
+	insts     map[string][]*instance
+	order     []*instance
+	baseline  map[string]bool
+	mu        sync.Mutex
+	logN      int
+	vars      map[string]string
 }
 
 func (cs *caseState) nextLog() int {
@@ -684,6 +712,7 @@ func (r *Runner) runTrial(parent context.Context, cs *caseState) {
 		return
 	}
 	cs.baseline = r.snapshot(cs)
+	cs.mountBase = r.mountsNow(cs)
 	cs.callerControl = r.callerControl(cs)
 	if res.TreeBefore == nil {
 		res.TreeBefore = keys(cs.baseline)
@@ -768,6 +797,9 @@ func selected(filter, skip *regexp.Regexp, name string) bool {
 // none it says why (the state command's error, a dead init), for the step's
 // record: a later check can only say "no process observed".
 func (r *Runner) observe(ctx context.Context, cs *caseState, in *instance) (why string) {
+	if cs.client != nil && cs.client.kind.makes() {
+		return r.observeClient(ctx, cs, in)
+	}
 	found := map[string]int{}
 	st, err := r.state(ctx, cs, in)
 	switch {
@@ -795,7 +827,7 @@ func (r *Runner) observe(ctx context.Context, cs *caseState, in *instance) (why 
 		in.pids[role] = pid
 		procs = append(procs, report.Process{PID: pid, Role: role, Instance: in.label, Cgroups: cg})
 	}
-	sort.Slice(procs, func(i, j int) bool { return procs[i].Role < procs[j].Role })
+	sortProcs(procs)
 	if len(procs) == 0 {
 		return why
 	}
@@ -808,7 +840,20 @@ type ociState struct {
 	Pid    int    `json:"pid"`
 }
 
+// sortProcs orders processes by role, then PID.
+func sortProcs(procs []report.Process) {
+	sort.Slice(procs, func(i, j int) bool {
+		if procs[i].Role != procs[j].Role {
+			return procs[i].Role < procs[j].Role
+		}
+		return procs[i].PID < procs[j].PID
+	})
+}
+
 func (r *Runner) state(ctx context.Context, cs *caseState, in *instance) (ociState, error) {
+	if cs.client != nil && cs.client.kind.makes() {
+		return r.clientState(ctx, cs, in)
+	}
 	res := r.runCommand(ctx, cs, in, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "state", in.id, in.bundle, nil, "")...), r.scaled(30*time.Second))
 	var st ociState
 	if res.err != nil {

@@ -150,6 +150,9 @@ func tail(s string, n int) string {
 }
 
 func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+	if cs.client != nil && cs.client.kind.makes() {
+		return r.clientStep(ctx, cs, st, in)
+	}
 	actions := []string{st.Do}
 	if st.Do == "run" {
 		actions = []string{"create", "start"}
@@ -448,7 +451,7 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 			rel = expandFor(cs, cs.insts[p.Sandbox][0], rel)
 		}
 		// With several instances a path can only name a shared parent.
-		return check.Placement(r.relation(p.Relation), rel, p.Roles, procs, cs.caller, keys, names)
+		return check.PlacementFrom(r.relation(p.Relation), rel, p.Roles, procs, cs.caller, cs.origin(), keys, names)
 	case len(c.Distinct) > 0:
 		m := map[string][]report.Process{}
 		for _, s := range c.Distinct {

@@ -129,6 +129,36 @@ func TestPayloadPassesTheTimeScale(t *testing.T) {
 	}
 }
 
+// The payload carries the real clients when bin/ has them all (make
+// clients), and leaves them out otherwise (the client cases then skip).
+func TestPayloadCarriesTheClients(t *testing.T) {
+	bin := t.TempDir()
+	clients := []string{"containerd", "ctr", "containerd-shim-runc-v2", "crictl", "containerd-shim-runsc-v1-patched", "containerd-shim-runsc-v1-stock"}
+	for _, n := range append([]string{"runsc-stock", "runsc-patched"}, clients[:len(clients)-1]...) {
+		if err := os.WriteFile(filepath.Join(bin, n), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := payloadFor(options{bin: bin, timeScale: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Bins["containerd"]; ok {
+		t.Errorf("a partial set of clients went into the payload: %v", p.Bins)
+	}
+	if err := os.WriteFile(filepath.Join(bin, clients[len(clients)-1]), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = payloadFor(options{bin: bin, timeScale: 10}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range clients {
+		if p.Bins[n] != filepath.Join(bin, n) {
+			t.Errorf("payload bin %s = %q, want %q", n, p.Bins[n], filepath.Join(bin, n))
+		}
+	}
+}
+
 // The matrix's hosts and the images it boots are one vocabulary: every
 // image mode is a mode.Host, in the same order, and maps to the layout
 // its kernel arguments make.

@@ -25,6 +25,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/ci/matrixreport"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 	"github.com/runsc-cgroups/cgconform/ci/vmrun"
+	"github.com/runsc-cgroups/cgconform/clients/build"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
@@ -281,6 +282,16 @@ func payloadFor(o options) (vmimage.Payload, error) {
 			return p, fmt.Errorf("%s is missing: run `make runsc` first: %w", path, err)
 		}
 		p.Bins[name] = path
+	}
+	// The real clients of the client contexts (make clients): the harness
+	// in the VM finds them next to itself; without them those cases skip
+	// with the reason.
+	if bins, err := build.Find(o.bin); err == nil {
+		for _, path := range bins.Paths() {
+			p.Bins[filepath.Base(path)] = path
+		}
+	} else {
+		fmt.Printf("matrix: the client cases will skip in the VMs: %v\n", err)
 	}
 	cg := filepath.Join(o.bin, "cgconform")
 	if _, err := os.Stat(cg); err == nil && !o.standin {

@@ -80,6 +80,9 @@ func cmdProve(ctx context.Context, args []string) error {
 	tree := fs.Bool("tree", true, "run below a test cgroup made and removed here (false in a throw-away VM)")
 	repros := fs.Bool("repros", false, "also run the reproductions of the client problems (README)")
 	snap := fs.String("snapshotter", "", "containerd snapshotter (default overlayfs when the kernel has it, else native)")
+	repeat := fs.Int("repeat", 1, "rounds of every scenario, the handlers interleaved and rotated each round (timings: report.md's table)")
+	runscDebug := fs.Bool("runsc-debug", false, "runsc --debug; each runsc handler's debug logs of its slowest crictl stopp go to OUT/logs/<handler>-slowest-stopp/")
+	ctrdDebug := fs.Bool("containerd-debug", false, "containerd's debug log, copied to OUT/logs/containerd.log")
 	fs.Parse(args)
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("prove needs root (containerd, cgroups)")
@@ -91,6 +94,7 @@ func cmdProve(ctx context.Context, args []string) error {
 	rep, err := clients.Prove(ctx, clients.ProveOptions{
 		Bins: bins, Busybox: *busybox, Handlers: split(*handlers), Scenarios: split(*scenarios),
 		SystemdCgroup: *systemd, UseTree: *tree, Repros: *repros, Snapshotter: *snap, Log: os.Stderr,
+		Repeat: *repeat, RunscDebug: *runscDebug, ContainerdDebug: *ctrdDebug, LogsDir: logsDir(*out, *runscDebug || *ctrdDebug),
 	})
 	if err != nil {
 		return err
@@ -111,6 +115,16 @@ func cmdProve(ctx context.Context, args []string) error {
 		return fmt.Errorf("%d problems, %d cgroups left in the test tree (see %s)", len(rep.Problems), len(rep.TreeLeft), *out)
 	}
 	return nil
+}
+
+// logsDir is OUT/logs when debug logs are asked for, else "".
+func logsDir(out string, want bool) string {
+	if !want {
+		return ""
+	}
+	d, _ := filepath.Abs(filepath.Join(out, "logs"))
+	os.MkdirAll(d, 0o755)
+	return d
 }
 
 func split(s string) []string {

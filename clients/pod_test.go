@@ -1,0 +1,138 @@
+package clients
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The pod and container configs of a runtime-in-a-pod (the seed): host
+// PID namespace, privilege or every capability, bind mounts, in CRI's JSON
+// field names as crictl reads them.
+func TestPodAndContainerSpecFor(t *testing.T) {
+	pod, err := PodSpecFor(PodOptions{Name: "seed", UID: "u", HostPID: true, Privileged: true}, "/l", "/kp/podu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Metadata struct{ Name, UID string } `json:"metadata"`
+		Linux    struct {
+			CgroupParent    string `json:"cgroup_parent"`
+			SecurityContext struct {
+				Privileged       bool                       `json:"privileged"`
+				NamespaceOptions struct{ Network, Pid int } `json:"namespace_options"`
+			} `json:"security_context"`
+		} `json:"linux"`
+	}
+	if err := json.Unmarshal(pod, &p); err != nil {
+		t.Fatal(err)
+	}
+	sc := p.Linux.SecurityContext
+	if p.Metadata.Name != "seed" || !sc.Privileged || sc.NamespaceOptions.Pid != 2 || sc.NamespaceOptions.Network != 2 {
+		t.Errorf("pod spec %s", pod)
+	}
+	plain, _ := PodSpecFor(PodOptions{Name: "p", UID: "u"}, "/l", "/kp/podu")
+	if strings.Contains(string(plain), "privileged") || strings.Contains(string(plain), `"pid"`) {
+		t.Errorf("a plain pod asks for privilege or the host PID namespace: %s", plain)
+	}
+
+	mounts := []Mount{{HostPath: "/w/rootfs", ContainerPath: "/w/rootfs", ReadOnly: true}, {HostPath: "/w/state", ContainerPath: "/w/state"}}
+	c, err := ContainerSpecFor(ContainerOptions{Name: "runtime", AllCapabilities: true, Mounts: mounts, Command: []string{"sleep", "1"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ct struct {
+		Metadata struct{ Name string } `json:"metadata"`
+		Command  []string              `json:"command"`
+		Mounts   []Mount               `json:"mounts"`
+		Linux    struct {
+			SecurityContext struct {
+				Privileged   bool `json:"privileged"`
+				Capabilities struct {
+					Add []string `json:"add_capabilities"`
+				} `json:"capabilities"`
+				Seccomp struct {
+					ProfileType int `json:"profile_type"`
+				} `json:"seccomp"`
+				Apparmor struct {
+					ProfileType int `json:"profile_type"`
+				} `json:"apparmor"`
+				NamespaceOptions struct{ Pid int } `json:"namespace_options"`
+			} `json:"security_context"`
+		} `json:"linux"`
+	}
+	if err := json.Unmarshal(c, &ct); err != nil {
+		t.Fatal(err)
+	}
+	csc := ct.Linux.SecurityContext
+	if ct.Metadata.Name != "runtime" || csc.Privileged || cmp.Diff([]string{"ALL"}, csc.Capabilities.Add) != "" ||
+		csc.Seccomp.ProfileType != 1 || csc.Apparmor.ProfileType != 1 || csc.NamespaceOptions.Pid != 2 {
+		t.Errorf("container spec %s", c)
+	}
+	if d := cmp.Diff(mounts, ct.Mounts); d != "" {
+		t.Errorf("mounts (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"sleep", "1"}, ct.Command); d != "" {
+		t.Errorf("command (-want +got):\n%s", d)
+	}
+	priv, _ := ContainerSpecFor(ContainerOptions{Name: "p", Privileged: true}, false)
+	if !strings.Contains(string(priv), `"privileged": true`) || strings.Contains(string(priv), "capabilities") || strings.Contains(string(priv), `"command"`) {
+		t.Errorf("privileged container spec %s", priv)
+	}
+}
+
+func TestRenderConfigHandlerOptions(t *testing.T) {
+	hs := append(testHandlers(), Handler{Name: "runc-delegated", Shim: "/b/containerd-shim-runc-v2", Runc: "/usr/sbin/runc", CgroupWritable: true})
+	cfg := RenderConfig(DaemonConfig{Layout: Layout{Base: "/tmp/cgc-x"}, Handlers: hs, DefaultRuntime: "runc-delegated"})
+	if strings.Count(cfg, "cgroup_writable = true") != 1 {
+		t.Errorf("want cgroup_writable once:\n%s", cfg)
+	}
+	i := strings.Index(cfg, `runtimes."runc-delegated"]`)
+	if i < 0 || !strings.Contains(cfg[i:], "cgroup_writable = true") || strings.Contains(cfg[:i], "cgroup_writable") {
+		t.Errorf("cgroup_writable not in the runc-delegated runtime's table:\n%s", cfg)
+	}
+	if !strings.Contains(cfg, `default_runtime_name = "runc-delegated"`) {
+		t.Errorf("default runtime not set:\n%s", cfg)
+	}
+	if !strings.Contains(RenderConfig(DaemonConfig{Layout: Layout{Base: "/x"}, Handlers: testHandlers()}), `default_runtime_name = "runc"`) {
+		t.Error("the default runtime is not runc by default")
+	}
+	if !strings.Contains(RenderRunscConfig(RunscConfig{Binary: "b", Root: "r", Debug: true}), `"debug" = "true"`) {
+		t.Error("Debug did not turn on runsc --debug")
+	}
+}
+
+func TestRunConfigArgs(t *testing.T) {
+	c := &Containerd{Layout: Layout{Base: "/tmp/cgc-x"}}
+	runsc := Handler{Name: "runsc-patched", Shim: "/b/shim-patched", Runsc: "/b/runsc-patched"}
+	got := c.RunConfigArgs(runsc, "/w/bundles/a/config.json", "cgc1-pause")
+	want := []string{"run", "-d", "--fifo-dir", "/tmp/cgc-x/fifo", "--config", "/w/bundles/a/config.json",
+		"--runtime", "/b/shim-patched", "--runtime-config-path", "/tmp/cgc-x/runsc-patched.toml",
+		"--label", AnnotationContainerType + "=" + ContainerTypeSandbox, "cgc1-pause"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("runsc (-want +got):\n%s", d)
+	}
+	runc := Handler{Name: "runc", Shim: "/b/containerd-shim-runc-v2", Runc: "/usr/sbin/runc"}
+	got = c.RunConfigArgs(runc, "/w/config.json", "id")
+	if strings.Contains(strings.Join(got, " "), AnnotationContainerType) || got[len(got)-1] != "id" {
+		t.Errorf("runc args %q", got)
+	}
+}
+
+func TestRunscIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		argv     []string
+		id, root string
+	}{
+		{[]string{"runsc-sandbox", "--root=/b/runsc-root/runsc/cgc-a", "--log-format=json", "boot", "--bundle=/x", "pause"}, "pause", "/b/runsc-root/runsc/cgc-a"},
+		{[]string{"runsc-gofer", "--root", "/b/runsc-root/runsc/k8s.io", "gofer", "abc"}, "abc", "/b/runsc-root/runsc/k8s.io"},
+		{[]string{"runsc-gofer"}, "", ""},
+	} {
+		id, root := runscIdentity(tc.argv)
+		if id != tc.id || root != tc.root {
+			t.Errorf("runscIdentity(%q) = %q, %q; want %q, %q", tc.argv, id, root, tc.id, tc.root)
+		}
+	}
+}

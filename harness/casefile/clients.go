@@ -1,0 +1,116 @@
+package casefile
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Client contexts: a real containerd (clients/) started for the case makes
+// the caller context, and, in ctr and kubelet-*, the sandboxes themselves
+// (cases/README.md, "Client contexts").
+//
+//   - ctr: C is containerd's own cgroup (the shims start there); every
+//     sandbox is a `ctr run -d --config` container in namespace
+//     cgc-<root>, its whole OCI spec the harness's bundle.
+//   - kubelet-cgroupfs, kubelet-systemd: C is a pod cgroup made as the
+//     kubelet makes it with that cgroup driver; the one sandbox is a CRI
+//     pod (RunPodSandbox with C as cgroup_parent, one container).
+//   - cri-privileged, cri-delegated: C is the cgroup of a container of a
+//     runc pod made over CRI (privileged; or with a cgroup namespace and a
+//     writable cgroup2, containerd's cgroup_writable); every runtime
+//     command runs in it through crictl exec, as kubectl exec does.
+type ClientContext struct {
+	Name string
+	// Makes says the client makes the sandboxes (ctr, kubelet-*): then
+	// only Actions apply, and sandboxes take no runtime options.
+	Makes bool
+	// Actions are the step actions the context supports.
+	Actions []string
+	// OneSandbox: exactly one sandbox, no spec (a kubelet pod is made from
+	// CRI configs, not an OCI spec).
+	OneSandbox bool
+}
+
+var commonChecks = []string{"check", "sleep"}
+
+// ClientContexts lists the client contexts and what they support.
+var ClientContexts = map[string]ClientContext{
+	"ctr":              {Name: "ctr", Makes: true, Actions: append([]string{"run", "kill", "delete", "delete-force", "state", "wait-stopped"}, commonChecks...)},
+	"kubelet-cgroupfs": {Name: "kubelet-cgroupfs", Makes: true, OneSandbox: true, Actions: append([]string{"run", "delete", "delete-force", "state", "wait-stopped", "exec"}, commonChecks...)},
+	"kubelet-systemd":  {Name: "kubelet-systemd", Makes: true, OneSandbox: true, Actions: append([]string{"run", "delete", "delete-force", "state", "wait-stopped", "exec"}, commonChecks...)},
+	"cri-privileged":   {Name: "cri-privileged"},
+	"cri-delegated":    {Name: "cri-delegated"},
+}
+
+// IsClientContext reports whether cx is made by a real containerd.
+func IsClientContext(cx string) bool {
+	_, ok := ClientContexts[cx]
+	return ok
+}
+
+// validateClients holds a case with client contexts to what they support.
+func (c *Case) validateClients() error {
+	var cxs []ClientContext
+	for _, cx := range c.CaseContexts() {
+		if cc, ok := ClientContexts[cx]; ok {
+			cxs = append(cxs, cc)
+		}
+	}
+	if len(cxs) == 0 {
+		return nil
+	}
+	if !slices.Contains(c.Requires, "clients") {
+		return ferr("requires", "a case in a client context (%s) needs the real clients: add clients to requires", cxs[0].Name)
+	}
+	if c.CallerType != "" {
+		return ferr("callerType", "a client context's caller cgroup is made by containerd, not the harness")
+	}
+	if len(c.Inputs) > 0 {
+		return ferr("inputs", "a table case runs the CLI; client contexts take steps")
+	}
+	for _, cc := range cxs {
+		if cc.OneSandbox {
+			for _, cx := range c.CaseContexts() {
+				if !ClientContexts[cx].OneSandbox {
+					return ferr("contexts", "%s makes its one sandbox from CRI configs (no OCI spec): list only kubelet-* contexts with it, not %s", cc.Name, cx)
+				}
+			}
+			if len(c.Sandboxes) != 1 || c.Sandboxes[0].Count > 1 {
+				return ferr("sandboxes", "%s runs one pod: exactly one sandbox, no count", cc.Name)
+			}
+			sb := c.Sandboxes[0]
+			switch {
+			case len(sb.Spec) > 0:
+				return ferr("sandboxes[0].spec", "%s makes the pod from CRI configs (a kubelet-style cgroup_parent, the local image): no OCI spec", cc.Name)
+			case sb.ID != "" || sb.Root != "":
+				return ferr("sandboxes[0].id", "%s: containerd names the pod (${id} is the sandbox ID it assigned); no id or root", cc.Name)
+			}
+		}
+		for i, sb := range c.Sandboxes {
+			f := fmt.Sprintf("sandboxes[%d]", i)
+			if sb.MountNS != "" {
+				return ferr(f+".mountns", "%s: a sandbox's mount namespace is the harness's; not in a client context", cc.Name)
+			}
+			if cc.Makes && len(sb.Options) > 0 {
+				return ferr(f+".options", "%s: the shim's configuration sets the runtime's flags, not the case", cc.Name)
+			}
+		}
+		for i, st := range c.Steps {
+			if st.When != nil && len(st.When.Contexts) > 0 && !slices.Contains(st.When.Contexts, cc.Name) {
+				continue
+			}
+			f := fmt.Sprintf("steps[%d]", i)
+			if cc.Makes && !slices.Contains(cc.Actions, st.Do) {
+				return ferr(f+".do", "%s does not support %q (it does: %s); restrict the step with when.contexts", cc.Name, st.Do, strings.Join(cc.Actions, ", "))
+			}
+			if st.Kill != nil {
+				return ferr(f+".kill", "%s: the harness cannot time a SIGKILL of a command a client runs", cc.Name)
+			}
+			if st.Check != nil && st.Check.RunscLog != nil && cc.Makes {
+				return ferr(f+".check.runscLog", "%s: the shim runs runsc with its own debug log", cc.Name)
+			}
+		}
+	}
+	return nil
+}

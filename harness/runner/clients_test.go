@@ -1,0 +1,125 @@
+package runner
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/clients"
+	"github.com/runsc-cgroups/cgconform/clients/build"
+)
+
+func TestHandlerFor(t *testing.T) {
+	b := &build.Binaries{RuncShim: "/b/containerd-shim-runc-v2",
+		RunscShim: map[string]string{"patched": "/b/shim-patched", "stock": "/b/shim-stock"}}
+	for _, tc := range []struct {
+		rt      Runtime
+		want    clients.Handler
+		wantErr string
+	}{
+		{rt: Runtime{Name: "runsc-patched", Path: "/p/runsc-patched", Kind: "runsc"}, want: clients.Handler{Name: "runsc-patched", Shim: "/b/shim-patched", Runsc: "/p/runsc-patched"}},
+		{rt: Runtime{Name: "runsc-stock", Path: "/p/runsc-stock", Kind: "runsc"}, want: clients.Handler{Name: "runsc-stock", Shim: "/b/shim-stock", Runsc: "/p/runsc-stock"}},
+		{rt: Runtime{Name: "runc", Path: "/usr/sbin/runc", Kind: "runc"}, want: clients.Handler{Name: "runc", Shim: "/b/containerd-shim-runc-v2", Runc: "/usr/sbin/runc"}},
+		{rt: Runtime{Name: "runsc-mine", Path: "/x", Kind: "runsc"}, wantErr: "no runsc shim for runsc-mine"},
+		{rt: Runtime{Name: "crun", Path: "/usr/bin/crun", Kind: "crun"}, wantErr: "no containerd handler is wired for crun"},
+	} {
+		got, err := handlerFor(tc.rt, b)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: err %v, want %q", tc.rt.Name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.rt.Name, err)
+		}
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.rt.Name, d)
+		}
+	}
+}
+
+func TestHasCap(t *testing.T) {
+	// CapEff of this build host's root: bit 24 (CAP_SYS_RESOURCE) clear.
+	host := "Name:\tcat\nCapInh:\t0000000000000000\nCapPrm:\t000001fffeffffff\nCapEff:\t000001fffeffffff\n"
+	if hasCap(host, capSysResource) {
+		t.Error("CAP_SYS_RESOURCE found in 000001fffeffffff")
+	}
+	if !hasCap(host, 21) { // CAP_SYS_ADMIN
+		t.Error("CAP_SYS_ADMIN not found in 000001fffeffffff")
+	}
+	if !hasCap("CapEff:\t000001ffffffffff\n", capSysResource) {
+		t.Error("CAP_SYS_RESOURCE not found in a full set")
+	}
+	if hasCap("CapPrm:\tffffffffffffffff\n", capSysResource) {
+		t.Error("a status without CapEff has no capability")
+	}
+}
+
+func TestStaticBinary(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// make test builds with CGO_ENABLED=0: the test binary is static.
+	if os.Getenv("CGO_ENABLED") == "0" {
+		if why := staticBinary(self); why != "" {
+			t.Errorf("the test binary: %s", why)
+		}
+	}
+	if why := staticBinary("/nonexistent"); why == "" {
+		t.Error("a missing binary passed")
+	}
+}
+
+func TestFoldSteps(t *testing.T) {
+	rec, cmd := foldSteps([]clients.Step{
+		{Name: "ctr task delete", Argv: []string{"ctr", "task", "delete", "x"}, Exit: 1, Seconds: 6.5, Output: "EBUSY"},
+		{Name: "ctr container delete", Argv: []string{"ctr", "container", "delete", "x"}, Exit: 0, Seconds: 0.5},
+	})
+	if cmd.Exit != 1 || cmd.Dur != 7*time.Second || !strings.Contains(cmd.Output, "[ctr task delete] EBUSY") {
+		t.Errorf("command %+v", cmd)
+	}
+	if *rec.Exit != 1 || rec.DurationMS != 7000 || rec.Command[1] != "task" {
+		t.Errorf("record exit %d, %d ms, command %v", *rec.Exit, rec.DurationMS, rec.Command)
+	}
+	if want := "ctr task delete: exit 1 in 6.5s; ctr container delete: exit 0 in 0.5s"; rec.Note != want {
+		t.Errorf("note %q, want %q", rec.Note, want)
+	}
+	// A command that did not run (time limit) fails the step even when
+	// its exit status reads 0.
+	_, cmd = foldSteps([]clients.Step{{Name: "crictl stopp", Exit: 0, Err: "no answer within 2m0s (killed)"}})
+	if cmd.Exit == 0 {
+		t.Error("a killed command folded into exit 0")
+	}
+}
+
+func TestPodStatus(t *testing.T) {
+	for _, tc := range []struct {
+		s    clients.PodState
+		want string
+	}{
+		{clients.PodState{SandboxState: "SANDBOX_READY", ContainerState: "CONTAINER_RUNNING"}, "running"},
+		{clients.PodState{SandboxState: "SANDBOX_READY"}, "running"},
+		{clients.PodState{SandboxState: "SANDBOX_READY", ContainerState: "CONTAINER_EXITED"}, "stopped"},
+		{clients.PodState{SandboxState: "SANDBOX_NOTREADY", ContainerState: "CONTAINER_EXITED"}, "stopped"},
+	} {
+		if got := podStatus(tc.s); got != tc.want {
+			t.Errorf("podStatus(%+v) = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestClientKinds(t *testing.T) {
+	for cx, want := range map[string]clientKind{"ctr": clientCtr, "kubelet-cgroupfs": clientKubelet, "kubelet-systemd": clientKubelet,
+		"cri-privileged": clientExec, "cri-delegated": clientExec, "host": clientNone, "kubepods-delegated": clientNone} {
+		if got := clientKindOf(cx); got != want {
+			t.Errorf("clientKindOf(%s) = %d, want %d", cx, got, want)
+		}
+	}
+	if !clientCtr.makes() || !clientKubelet.makes() || clientExec.makes() || clientNone.makes() {
+		t.Error("makes() wrong")
+	}
+}
