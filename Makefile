@@ -88,7 +88,7 @@ bench: deps runsc
 # AUTHOR_NAME/AUTHOR_EMAIL or git config user.name/user.email, the PR.md
 # tables filled from REPORT (default out/matrix/report.json if present).
 upstream-series:
-	@test -n "$(OUT)" || { echo "usage: make upstream-series OUT=dir [REPORT=out/matrix/report.json] [AUTHOR_NAME=... AUTHOR_EMAIL=...]"; exit 2; }
+	@test -n "$(OUT)" || { echo "usage: make upstream-series OUT=dir [REPORT=out/matrix/report.json[,more.json]] [AUTHOR_NAME=... AUTHOR_EMAIL=...]"; exit 2; }
 	$(GO) run ./ci/cmd/upstream series -out "$(OUT)" -report "$(REPORT)" -author-name "$(AUTHOR_NAME)" -author-email "$(AUTHOR_EMAIL)"
 
 # Each pull request alone (on what it needs) and all in order, on a gVisor

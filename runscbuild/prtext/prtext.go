@@ -67,6 +67,52 @@ func Load(path string) (*Results, error) {
 	return res, nil
 }
 
+// LoadAll reads several reports (e.g. a matrix run of patched runsc and
+// another of stock runsc) as one run: see Merge.
+func LoadAll(paths []string) (*Results, error) {
+	var all []*Results
+	for _, p := range paths {
+		res, err := Load(p)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, res)
+	}
+	return Merge(all...), nil
+}
+
+// Merge joins runs: modes in order of first appearance, every outcome, and
+// where two runs fill the same cell (case, context, runtime, mode) the later
+// run's. Each run keeps its line in Source.
+func Merge(runs ...*Results) *Results {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	out := &Results{Versions: map[string]string{}}
+	var sources []string
+	at := map[[4]string]int{}
+	for _, r := range runs {
+		sources = append(sources, r.Source)
+		for _, m := range r.Modes {
+			out.addMode(m)
+		}
+		for k, v := range r.Versions {
+			out.Versions[k] = v
+		}
+		for _, o := range r.Outcomes {
+			k := [4]string{o.Case, o.Context, o.Runtime, o.Mode}
+			if i, ok := at[k]; ok {
+				out.Outcomes[i] = o
+				continue
+			}
+			at[k] = len(out.Outcomes)
+			out.add(o)
+		}
+	}
+	out.Source = strings.Join(sources, "; ")
+	return out
+}
+
 // Parse tells the two report kinds apart by their schema and reads each
 // with harness/report's reader.
 func Parse(data []byte) (*Results, error) {

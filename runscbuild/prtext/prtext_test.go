@@ -67,6 +67,30 @@ func TestParseMatrix(t *testing.T) {
 	}
 }
 
+// TestMerge checks that two runs read as one: modes in order of first
+// appearance, a later run's cell replacing an earlier one's.
+func TestMerge(t *testing.T) {
+	o := func(rt, mode string, x report.Outcome) Outcome {
+		return Outcome{Case: "c", Context: "host", Runtime: rt, Mode: mode, Outcome: x}
+	}
+	patched := &Results{Source: "patched run", Modes: []string{"v1", "v2"}, Outcomes: []Outcome{
+		o("runsc-patched", "v1", Pass), o("runsc-patched", "v2", Pass), o("runsc-stock", "v2", Missing),
+	}}
+	stock := &Results{Source: "stock run", Modes: []string{"v2", "systemd-v1"}, Versions: map[string]string{"runsc-stock": "v0"}, Outcomes: []Outcome{
+		o("runsc-stock", "v2", Divergence), o("runsc-stock", "systemd-v1", Pass),
+	}}
+	got := Merge(patched, stock)
+	want := &Results{
+		Source:   "patched run; stock run",
+		Modes:    []string{"v1", "v2", "systemd-v1"},
+		Versions: map[string]string{"runsc-stock": "v0"},
+		Outcomes: []Outcome{o("runsc-patched", "v1", Pass), o("runsc-patched", "v2", Pass), o("runsc-stock", "v2", Divergence), o("runsc-stock", "systemd-v1", Pass)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Merge (-want +got):\n%s", diff)
+	}
+}
+
 func TestParseConformance(t *testing.T) {
 	r := &report.Report{
 		Schema:  report.Schema,

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/runsc-cgroups/cgconform/runscbuild"
 	"github.com/runsc-cgroups/cgconform/runscbuild/patchmail"
@@ -127,7 +128,7 @@ func cmdSync(root string) error {
 func cmdSeries(root string, args []string) error {
 	fs := flag.NewFlagSet("series", flag.ExitOnError)
 	out := fs.String("out", "", "folder to write the pull requests into (new, empty, or made by an earlier run)")
-	reportPath := fs.String("report", "", "matrix or conformance report.json for the PR.md tables (default: out/matrix/report.json when it exists)")
+	reportPath := fs.String("report", "", "matrix or conformance report.json for the PR.md tables, or several, comma-separated, as one run (a later report's cell wins; default: out/matrix/report.json when it exists)")
 	name := fs.String("author-name", "", "author and Signed-off-by name (default: git config user.name)")
 	email := fs.String("author-email", "", "author and Signed-off-by email (default: git config user.email)")
 	before := fs.String("before", "runsc-stock", "the runtime a table's cells show first")
@@ -151,7 +152,7 @@ func cmdSeries(root string, args []string) error {
 	}
 	var res *prtext.Results
 	if *reportPath != "" {
-		if res, err = prtext.Load(*reportPath); err != nil {
+		if res, err = prtext.LoadAll(strings.Split(*reportPath, ",")); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "upstream-series: tables from %s (%s)\n", *reportPath, res.Source)
