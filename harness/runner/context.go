@@ -54,11 +54,14 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 		cs.caller[h.Key] = caller
 		cs.joinDirs = append(cs.joinDirs, h.Dir(caller))
 	}
-	if strings.HasPrefix(cs.cx, "kubepods-") && r.host.SystemdPID1 {
-		// On a systemd host these are the containers' scopes, which runc's
-		// systemd driver starts with Delegate=yes ("assume scopes always
-		// support delegation"): systemd marks such a cgroup with
-		// trusted.delegate, and runsc --nested-cgroups looks for it.
+	if strings.HasPrefix(cs.cx, "kubepods-") {
+		// These are the containers' scopes of the kubelet's systemd
+		// driver, the only maker of such names, which runc's systemd
+		// driver starts with Delegate=yes ("assume scopes always support
+		// delegation"): systemd marks such a cgroup with trusted.delegate,
+		// and runsc --nested-cgroups looks for it. The layout carries the
+		// marker on a host without systemd too, where the context stands
+		// in for one.
 		if err := r.markDelegated(holders); err != nil {
 			return err
 		}
