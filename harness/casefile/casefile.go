@@ -175,6 +175,10 @@ type Step struct {
 	// Write (action write): a file the harness writes into an existing
 	// cgroup of the context between runtime commands.
 	Write *Write `json:"write,omitempty"`
+	// Unit (stop-unit): the systemd unit to stop, as its owner would (a
+	// kubelet stops the pod slice it named when the pod goes); the
+	// sandbox's variables apply (${token}, ${id}).
+	Unit string `json:"unit,omitempty"`
 	// When restricts the step to some host modes or contexts.
 	When *When `json:"when,omitempty"`
 	// Expect is what a command step must show (default: exit status 0).
@@ -369,7 +373,7 @@ var (
 	Contexts = []string{"host", "container", "kubepods-privileged", "kubepods-delegated", "systemd-unit", "systemd-unit-undelegated",
 		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated"}
 	// Actions a step may do.
-	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "check"}
+	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "stop-unit", "check"}
 	// SetupActions a setup item may do.
 	SetupActions = []string{"mkdir", "chown", "write", "process"}
 	// Options are runtime-neutral sandbox switches.
@@ -672,6 +676,9 @@ func (c *Case) Validate() error {
 		if err := st.validate(f, names, processes, vars); err != nil {
 			return err
 		}
+		if st.Do == "stop-unit" && !slices.Contains(c.Requires, "systemd") {
+			return ferr(f+".unit", "stop-unit needs systemd: add systemd to requires")
+		}
 	}
 	for i, d := range c.Divergences {
 		f := fmt.Sprintf("divergences[%d]", i)
@@ -820,6 +827,12 @@ func (st *Step) validate(f string, sandboxes, processes, vars map[string]bool) e
 	}
 	if st.Process != "" && !processes[st.Process] {
 		return ferr(f+".process", "%q is not a process of the case's setup", st.Process)
+	}
+	if (st.Do == "stop-unit") != (st.Unit != "") {
+		return ferr(f+".unit", "stop-unit needs unit: NAME, and only it takes one")
+	}
+	if err := checkVars(st.Unit, vars); err != nil {
+		return ferr(f+".unit", "%v", err)
 	}
 	if (st.Do == "cycle") != (st.Repeat > 0) {
 		return ferr(f+".repeat", "cycle needs repeat: N (N > 0), and only it takes one")

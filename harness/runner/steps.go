@@ -73,6 +73,8 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 			rec.Error = err.Error()
 		}
 		recs = []report.Step{rec}
+	case "stop-unit":
+		recs = r.forInstances(ctx, cs, st, r.stopUnitStep)
 	case "sleep":
 		select {
 		case <-time.After(st.Duration.Duration):
@@ -375,6 +377,25 @@ func (r *Runner) waitStoppedStep(ctx context.Context, cs *caseState, st *casefil
 	}
 	cs.fail(st.ID, fmt.Sprintf("%s: not stopped after %s (%s)", in.label, limit, last), "")
 	return report.Step{Error: last}, nil
+}
+
+// stopUnitStep stops a systemd unit that a sandbox's path named but that
+// is its owner's to remove (a kubelet's pod slice), so that what is left
+// after it is the runtime's.
+func (r *Runner) stopUnitStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+	name := expandFor(cs, in, st.Unit)
+	out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "stop", name))
+	if err != nil {
+		// A runtime that started no unit made no slice: nothing to stop.
+		load, _ := r.reaper.output(exec.CommandContext(ctx, "systemctl", "show", "-p", "LoadState", "--value", name))
+		if strings.TrimSpace(string(load)) == "not-found" {
+			return report.Step{}, nil
+		}
+		msg := fmt.Sprintf("systemctl stop %s: %v: %s", name, err, strings.TrimSpace(string(out)))
+		cs.fail(st.ID, msg, "")
+		return report.Step{Error: msg}, nil
+	}
+	return report.Step{}, nil
 }
 
 // burnStep burns CPU inside the container and measures how much of what
