@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/runsc-cgroups/cgconform/runscbuild"
@@ -128,7 +129,7 @@ func cmdSync(root string) error {
 func cmdSeries(root string, args []string) error {
 	fs := flag.NewFlagSet("series", flag.ExitOnError)
 	out := fs.String("out", "", "folder to write the pull requests into (new, empty, or made by an earlier run)")
-	reportPath := fs.String("report", "", "matrix or conformance report.json for the PR.md tables, or several, comma-separated, as one run (a later report's cell wins; default: out/matrix/report.json when it exists)")
+	reportPath := fs.String("report", "", "matrix or conformance report.json for the PR.md tables, or several, comma-separated, as one run (a later report's cell wins; default: the runs in patches/evidence/, else out/matrix/report.json when it exists)")
 	name := fs.String("author-name", "", "author and Signed-off-by name (default: git config user.name)")
 	email := fs.String("author-email", "", "author and Signed-off-by email (default: git config user.email)")
 	before := fs.String("before", "runsc-stock", "the runtime a table's cells show first")
@@ -146,9 +147,7 @@ func cmdSeries(root string, args []string) error {
 		return err
 	}
 	if *reportPath == "" {
-		if def := filepath.Join(root, "out", "matrix", "report.json"); fileExists(def) {
-			*reportPath = def
-		}
+		*reportPath = defaultReports(root)
 	}
 	var res *prtext.Results
 	if *reportPath != "" {
@@ -228,4 +227,18 @@ func cmdCheck(root string, args []string) error {
 	}
 	fmt.Printf("upstream-check: all %d pull requests pass alone and in order\n", len(verdicts))
 	return nil
+}
+
+// defaultReports is where the PR.md tables come from when no report is
+// named: the runs kept with the series in patches/evidence/ (in name order:
+// a later one's cell wins), else the last matrix run, else none.
+func defaultReports(root string) string {
+	if kept, _ := filepath.Glob(filepath.Join(root, "patches", "evidence", "*.json")); len(kept) > 0 {
+		sort.Strings(kept)
+		return strings.Join(kept, ",")
+	}
+	if def := filepath.Join(root, "out", "matrix", "report.json"); fileExists(def) {
+		return def
+	}
+	return ""
 }
