@@ -23,17 +23,29 @@ type Target struct {
 
 // Limits from the issue.
 const (
+	// MaxStartupRatio bounds what --nested-cgroups may cost (issue 6);
+	// MaxDefaultRatio what the series costs without it (issue 14: the
+	// fault fixes, journal and all, at most 2 %).
 	MaxStartupRatio      = 1.05
+	MaxDefaultRatio      = 1.02
 	MaxCollisionDelete   = 0.1 // seconds
 	MaxParallelRelative  = 2.0
 	ParallelTargetN      = 64
-	startupGoal          = "patched/stock median ≤ 1.05"
 	collisionGoalPatched = "first delete exits 0 in < 0.1 s (median)"
 )
 
+// startupLimit is the ratio a create+start+delete variant must stay under.
+func startupLimit(variant string) float64 {
+	if variant == "default" {
+		return MaxDefaultRatio
+	}
+	return MaxStartupRatio
+}
+
 // StartupTarget judges one create+start+delete variant.
 func StartupTarget(r StartupResult) Target {
-	t := Target{Name: "create+start+delete, " + r.Variant.Name, Goal: startupGoal}
+	limit := startupLimit(r.Variant.Name)
+	t := Target{Name: "create+start+delete, " + r.Variant.Name, Goal: fmt.Sprintf("patched/stock median ≤ %.2f", limit)}
 	switch {
 	case r.Skipped != "":
 		t.Status, t.Measured, t.Why = NotMeasured, "—", r.Skipped
@@ -43,11 +55,11 @@ func StartupTarget(r StartupResult) Target {
 	default:
 		s := r.Stats.Ratio
 		t.Measured = fmt.Sprintf("%.3f (IQR %.3f–%.3f, %d pairs)", s.Median, s.Q1, s.Q3, s.N)
-		if s.Median <= MaxStartupRatio {
+		if s.Median <= limit {
 			t.Status = Met
 		} else {
 			t.Status = Missed
-			t.Why = fmt.Sprintf("median per-pair ratio %.3f > %.2f: patched %.3fs vs stock %.3fs (median seconds)", s.Median, MaxStartupRatio, r.Stats.Candidate.Median, r.Stats.Baseline.Median)
+			t.Why = fmt.Sprintf("median per-pair ratio %.3f > %.2f: patched %.3fs vs stock %.3fs (median seconds)", s.Median, limit, r.Stats.Candidate.Median, r.Stats.Baseline.Median)
 		}
 	}
 	return t

@@ -19,6 +19,9 @@ func TestStartupTarget(t *testing.T) {
 		{"under", StartupResult{Stats: stats(1.01)}, Met, ""},
 		{"exactly the limit", StartupResult{Stats: stats(1.05)}, Met, ""},
 		{"over", StartupResult{Stats: stats(1.051)}, Missed, "1.051 > 1.05"},
+		{"default under 2 %", StartupResult{Variant: StartupVariant{Name: "default"}, Stats: stats(1.02)}, Met, ""},
+		{"default over 2 %", StartupResult{Variant: StartupVariant{Name: "default"}, Stats: stats(1.03)}, Missed, "1.030 > 1.02"},
+		{"nested keeps 5 %", StartupResult{Variant: StartupVariant{Name: "nested"}, Stats: stats(1.03)}, Met, ""},
 		{"skipped", StartupResult{Skipped: "no flag"}, NotMeasured, "no flag"},
 		{"failed run", StartupResult{Error: "pair 3, candidate run failed"}, NotMeasured, "a run failed, so nothing was timed"},
 	} {
