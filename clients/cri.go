@@ -282,32 +282,32 @@ type PodState struct {
 func (p *Pod) Inspect(ctx context.Context) PodState {
 	var s PodState
 	if p.SandboxID != "" {
-		st := p.crictl(ctx, "crictl inspectp", "inspectp", "-o", "json", p.SandboxID)
-		out := st.Output
-		st.Output = ""
-		if pid, state, cg, err := ParseInspect(out); st.OK() && err == nil {
-			s.SandboxPID, s.SandboxState, s.SandboxCgroupsPath = pid, state, cg
-		} else if st.OK() {
-			st.Err = err.Error()
-		} else {
-			st.Output = out
-		}
+		st := p.inspect(ctx, "inspectp", p.SandboxID, &s.SandboxPID, &s.SandboxState, &s.SandboxCgroupsPath)
 		s.Steps = append(s.Steps, st)
 	}
 	if p.ContainerID != "" {
-		st := p.crictl(ctx, "crictl inspect", "inspect", "-o", "json", p.ContainerID)
-		out := st.Output
-		st.Output = ""
-		if pid, state, cg, err := ParseInspect(out); st.OK() && err == nil {
-			s.ContainerPID, s.ContainerState, s.ContainerCgroupsPath = pid, state, cg
-		} else if st.OK() {
-			st.Err = err.Error()
-		} else {
-			st.Output = out
-		}
+		st := p.inspect(ctx, "inspect", p.ContainerID, &s.ContainerPID, &s.ContainerState, &s.ContainerCgroupsPath)
 		s.Steps = append(s.Steps, st)
 	}
 	return s
+}
+
+// inspect runs crictl sub (inspect or inspectp) on id and fills pid, state
+// and cgroupsPath from its JSON; the step keeps the output only when crictl
+// failed, and the parse error when it did not.
+func (p *Pod) inspect(ctx context.Context, sub, id string, pid *int, state, cgroupsPath *string) Step {
+	st := p.crictl(ctx, "crictl "+sub, sub, "-o", "json", id)
+	out := st.Output
+	st.Output = ""
+	switch n, sta, cg, err := ParseInspect(out); {
+	case !st.OK():
+		st.Output = out
+	case err != nil:
+		st.Err = err.Error()
+	default:
+		*pid, *state, *cgroupsPath = n, sta, cg
+	}
+	return st
 }
 
 // RemoveCgroup removes the pod's cgroup as the kubelet does once the pod is
