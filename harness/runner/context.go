@@ -21,7 +21,7 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 	if err := r.tree.Mkdir(cs.root); err != nil {
 		return err
 	}
-	var caller string
+	var caller, shell string
 	var holders []string // cgroups that get a long-running process
 	switch cs.cx {
 	case "host":
@@ -29,12 +29,18 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 	case "container":
 		caller = cs.root + "/container"
 		holders = []string{caller}
-	case "kubepods-privileged", "kubepods-delegated":
+	case "kubepods-privileged", "kubepods-delegated", "kubepods-nsenter":
 		pod := cs.root + "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + strings.ReplaceAll(fakeUUID(r.token, 1), "-", "_") + ".slice"
 		pause := pod + "/cri-containerd-" + fakeHex(r.token, 2) + ".scope"
 		caller = pod + "/cri-containerd-" + fakeHex(r.token, 3) + ".scope"
 		holders = []string{pause, caller}
-		cs.cgroupns = cs.cx == "kubepods-delegated"
+		cs.cgroupns = cs.cx != "kubepods-privileged"
+		if cs.cx == "kubepods-nsenter" {
+			// nsenter --cgroup --mount from a host shell: the command
+			// enters the pod's namespaces but stays in the shell's cgroup,
+			// outside the namespace (the kernel shows it as "/../...").
+			shell = cs.root + "/" + nsenterShell
+		}
 	case "systemd-unit":
 		return r.setupUnit(ctx, cs, true)
 	case "systemd-unit-undelegated":
@@ -44,7 +50,11 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 	default:
 		return fmt.Errorf("unknown context %q", cs.cx)
 	}
-	for _, d := range append([]string{caller}, holders...) {
+	join := caller
+	if shell != "" {
+		join = shell
+	}
+	for _, d := range append([]string{caller, join}, holders...) {
 		if err := r.tree.Mkdir(d); err != nil {
 			return err
 		}
@@ -52,7 +62,7 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 	cs.caller = map[string]string{}
 	for _, h := range r.host.Hierarchies {
 		cs.caller[h.Key] = caller
-		cs.joinDirs = append(cs.joinDirs, h.Dir(caller))
+		cs.joinDirs = append(cs.joinDirs, h.Dir(join))
 	}
 	if strings.HasPrefix(cs.cx, "kubepods-") {
 		// These are the containers' scopes of the kubelet's systemd
@@ -87,6 +97,10 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 	}
 	return nil
 }
+
+// nsenterShell is the cgroup, below the case root, of the host shell from
+// which kubepods-nsenter's commands enter the pod's namespaces.
+const nsenterShell = "shell"
 
 // markDelegated sets trusted.delegate on the v2 cgroups rels, as systemd
 // does for a unit with Delegate=yes.

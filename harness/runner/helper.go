@@ -20,8 +20,9 @@ import (
 //
 // which moves itself into the caller context's cgroups, optionally enters the
 // delegated pod's cgroup namespace (that of PID, the container's own process)
-// and a private mount namespace with cgroup2 mounted at the namespace root,
-// and only then execs the runtime. The pod's own process is started with
+// and a private mount namespace with the cgroup hierarchies mounted at the
+// namespace root, and only then execs the runtime (kubepods-nsenter joins a
+// cgroup outside that namespace, as nsenter from a host shell leaves it). The pod's own process is started with
 // --new-cgroupns: it anchors a namespace rooted at the container's cgroup,
 // which every later command enters, as "kubectl exec" does. A command that
 // made its own namespace instead would root it wherever it was born, which
@@ -77,8 +78,8 @@ func execInCgroup(args []string) int {
 	var join listFlag
 	fs.Var(&join, "join", "cgroup directory to join (repeatable)")
 	newNS := fs.Bool("new-cgroupns", false, "exec in a new cgroup namespace rooted at the cgroups joined")
-	nsOf := fs.Int("cgroupns-of", 0, "run in the cgroup namespace of this PID and a new mount namespace with cgroup2 at /sys/fs/cgroup")
-	readOnly := fs.Bool("read-only", false, "with -cgroupns-of: mount cgroup2 read-only, as a pod without cgroup delegation sees it")
+	nsOf := fs.Int("cgroupns-of", 0, "run in the cgroup namespace of this PID and a new mount namespace with its cgroup hierarchies mounted from there")
+	readOnly := fs.Bool("read-only", false, "with -cgroupns-of: mount the cgroup hierarchies read-only, as a pod without cgroup delegation sees them")
 	mountnsOf := fs.Int("mountns-of", 0, "run in the mount namespace of this PID (through nsenter(1): a Go program cannot setns into a mount namespace once it has threads)")
 	if err := fs.Parse(args); err != nil {
 		return 125
@@ -165,17 +166,79 @@ func mountAndExec(args []string) int {
 		fmt.Fprintf(os.Stderr, "cgconform: making mounts private: %v\n", err)
 		return 125
 	}
-	// On a v2 host /sys/fs/cgroup already is this cgroup2 superblock, and
-	// mounting it again on its own root fails with EBUSY: detach the old
-	// mount first (this mount namespace is private, the host keeps its own).
-	_ = unix.Unmount("/sys/fs/cgroup", unix.MNT_DETACH)
-	// Mounted from inside the new cgroup namespace, cgroup2 shows the
-	// namespace root (the caller's cgroup) as /, as in a delegated pod.
-	if err := unix.Mount("cgroup2", "/sys/fs/cgroup", "cgroup2", flags, ""); err != nil {
-		fmt.Fprintf(os.Stderr, "cgconform: mounting cgroup2 at /sys/fs/cgroup: %v\n", err)
+	ms, err := cgroupMounts()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cgconform: %v\n", err)
 		return 125
 	}
+	// Mounting a hierarchy again on its own mount point fails with EBUSY:
+	// detach the old mounts first, deepest first (this mount namespace is
+	// private, the host keeps its own).
+	for i := len(ms) - 1; i >= 0; i-- {
+		_ = unix.Unmount(ms[i].point, unix.MNT_DETACH)
+	}
+	// Mounted from inside the new cgroup namespace, each hierarchy shows the
+	// namespace root as /, as in a delegated pod.
+	for _, m := range ms {
+		if err := unix.Mount(m.fstype, m.point, m.fstype, flags, m.data); err != nil {
+			fmt.Fprintf(os.Stderr, "cgconform: mounting %s (%s) at %s: %v\n", m.fstype, m.data, m.point, err)
+			return 125
+		}
+	}
 	return execve(args)
+}
+
+type cgroupMount struct{ point, fstype, data string }
+
+// cgroupMounts lists the cgroup and cgroup2 mounts of this mount namespace
+// in mount order: one cgroup2 at /sys/fs/cgroup on a v2 host, the v1
+// hierarchies (and the unified one on a hybrid host) below it otherwise. A
+// v1 hierarchy is mounted again with its controllers and flags (its super
+// options but rw/ro); cgroup2 with none (nsdelegate belongs to the initial
+// namespace).
+func cgroupMounts() ([]cgroupMount, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	return parseCgroupMounts(string(data))
+}
+
+func parseCgroupMounts(mountinfo string) ([]cgroupMount, error) {
+	var ms []cgroupMount
+	for _, line := range strings.Split(mountinfo, "\n") {
+		// ID parent maj:min root point options [optional...] - fstype source super
+		f := strings.Fields(line)
+		sep := -1
+		for i, x := range f {
+			if x == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 5 || len(f) < sep+4 {
+			continue
+		}
+		m := cgroupMount{point: f[4], fstype: f[sep+1]}
+		switch m.fstype {
+		case "cgroup2":
+		case "cgroup":
+			var opts []string
+			for _, o := range strings.Split(f[sep+3], ",") {
+				if o != "rw" && o != "ro" {
+					opts = append(opts, o)
+				}
+			}
+			m.data = strings.Join(opts, ",")
+		default:
+			continue
+		}
+		ms = append(ms, m)
+	}
+	if len(ms) == 0 {
+		return nil, errors.New("no cgroup hierarchy is mounted")
+	}
+	return ms, nil
 }
 
 func execve(argv []string) int {
