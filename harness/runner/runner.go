@@ -541,6 +541,9 @@ type caseState struct {
 	// killed whether a kill step of it SIGKILLed its command.
 	maxDelete time.Duration
 	killed    bool
+	// killRuns is, per kill step, the longest run of its command that
+	// ended before the kill, over the trials so far (see killDelay).
+	killRuns map[string]time.Duration
 	// callerControl is C's cgroup.subtree_control (v2) at the baseline: a
 	// runtime that made a cgroup below C enabled controllers there, and C
 	// could hold no process after it (no internal processes); the scrub

@@ -183,3 +183,39 @@ func TestSelected(t *testing.T) {
 		}
 	}
 }
+
+// TestKillDelayLearns checks that a random kill window shrinks to the
+// longest run of the command that ended before its kill, and never below
+// min; a fixed delay and a landed kill teach nothing.
+func TestKillDelayLearns(t *testing.T) {
+	r := &Runner{opt: Options{TimeScale: 10}}
+	st := &casefile.Step{ID: "create-killed", Do: "create", Sandbox: "a",
+		Kill: &casefile.Kill{Min: casefile.Duration{Duration: 10 * time.Millisecond}, Max: casefile.Duration{Duration: 700 * time.Millisecond}}}
+	cs := &caseState{}
+	draw := func() (lo, hi time.Duration) {
+		lo, hi = time.Hour, 0
+		for i := 0; i < 2000; i++ {
+			d := r.killDelay(cs, st)
+			lo, hi = min(lo, d), max(hi, d)
+		}
+		return lo, hi
+	}
+	if lo, hi := draw(); lo < 100*time.Millisecond || hi >= 7*time.Second || hi < 6*time.Second {
+		t.Errorf("before any run: delays in [%s, %s], want the scaled [100ms, 7s)", lo, hi)
+	}
+	cs.learnKill(st, cmdResult{dur: 5 * time.Second, killed: true})
+	cs.learnKill(st, cmdResult{dur: 900 * time.Millisecond})
+	cs.learnKill(st, cmdResult{dur: 400 * time.Millisecond})
+	if lo, hi := draw(); lo < 100*time.Millisecond || hi >= 900*time.Millisecond {
+		t.Errorf("after runs of 900ms and 400ms that ended first: delays in [%s, %s], want [100ms, 900ms)", lo, hi)
+	}
+	cs.learnKill(st, cmdResult{dur: 50 * time.Millisecond})
+	if lo, _ := draw(); lo < 100*time.Millisecond {
+		t.Errorf("a run shorter than min lowered the window below min: %s", lo)
+	}
+	fixed := &casefile.Step{ID: "k", Do: "start", Kill: &casefile.Kill{After: casefile.Duration{Duration: 300 * time.Millisecond}}}
+	cs.learnKill(fixed, cmdResult{dur: 10 * time.Millisecond})
+	if d := r.killDelay(cs, fixed); d != 3*time.Second {
+		t.Errorf("fixed kill: %s, want the scaled 3s", d)
+	}
+}

@@ -162,7 +162,7 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	var rec report.Step
 	var last cmdResult
 	total := time.Duration(0)
-	killAfter := r.killDelay(st.Kill)
+	killAfter := r.killDelay(cs, st)
 	for _, a := range actions {
 		if a == "create" {
 			in.before = r.snapshot(cs)
@@ -174,6 +174,7 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 			cs.noteDelete(last.dur)
 		}
 		if st.Kill != nil {
+			cs.learnKill(st, last)
 			if last.killed {
 				cs.mu.Lock()
 				cs.killed = true
@@ -225,19 +226,48 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	return rec, &check.Command{Exit: last.exit, Output: last.output, Dur: total}
 }
 
-// killDelay is when to SIGKILL a runtime command: the fixed delay, or a
-// uniformly random one in [min, max), scaled like every bound (under
-// emulation a create is slower, and so is the moment to hit inside it).
-func (r *Runner) killDelay(k *casefile.Kill) time.Duration {
+// killDelay is when to SIGKILL the runtime command of step st: the fixed
+// delay, or a uniformly random one in [min, max), scaled like every bound
+// (under emulation a create is slower, and so is the moment to hit inside
+// it). max is only a bound: once a trial's command has ended before its
+// kill, later trials draw below the longest such run, so that the kills
+// land inside the command rather than after it (a storm whose kills miss
+// proves little).
+func (r *Runner) killDelay(cs *caseState, st *casefile.Step) time.Duration {
+	k := st.Kill
 	switch {
 	case k == nil:
 		return 0
 	case k.After.Duration > 0:
 		return r.scaled(k.After.Duration)
 	}
-	span := k.Max.Duration - k.Min.Duration
-	return r.scaled(k.Min.Duration + time.Duration(rand.Int64N(int64(span))))
+	lo, hi := r.scaled(k.Min.Duration), r.scaled(k.Max.Duration)
+	cs.mu.Lock()
+	d := cs.killRuns[killKey(st)]
+	cs.mu.Unlock()
+	if d > lo && d < hi {
+		hi = d
+	}
+	return lo + time.Duration(rand.Int64N(int64(hi-lo)))
 }
+
+// learnKill records how long the command of kill step st ran when it ended
+// before its kill (see killDelay).
+func (cs *caseState) learnKill(st *casefile.Step, res cmdResult) {
+	if st.Kill == nil || st.Kill.After.Duration > 0 || res.killed {
+		return
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.killRuns == nil {
+		cs.killRuns = map[string]time.Duration{}
+	}
+	if key := killKey(st); res.dur > cs.killRuns[key] {
+		cs.killRuns[key] = res.dur
+	}
+}
+
+func killKey(st *casefile.Step) string { return st.ID + "/" + st.Do + "/" + st.Sandbox }
 
 // cycleStep runs Repeat rounds of create, start and delete --force of one
 // instance, each command held to exit 0: instances of a count: N sandbox
