@@ -232,10 +232,14 @@ func (r *Runner) setupClient(ctx context.Context, cs *caseState) error {
 	return r.setupExecPod(ctx, cs)
 }
 
-// origin is where the runtime under test is started from: C, except in a
+// origin is where the runtime under test is started from: C, except in
+// kubepods-nsenter (the shell's cgroup, outside C's namespace) and in a
 // kubelet context, where the shim runs in containerd's cgroup and places
 // the pod below C.
 func (cs *caseState) origin() map[string]string {
+	if cs.from != nil {
+		return cs.from
+	}
 	if cs.client == nil || cs.client.kind != clientKubelet || cs.client.c == nil {
 		return cs.caller
 	}

@@ -63,6 +63,12 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 	for _, h := range r.host.Hierarchies {
 		cs.caller[h.Key] = caller
 		cs.joinDirs = append(cs.joinDirs, h.Dir(join))
+		if shell != "" {
+			if cs.from == nil {
+				cs.from = map[string]string{}
+			}
+			cs.from[h.Key] = shell
+		}
 	}
 	if strings.HasPrefix(cs.cx, "kubepods-") {
 		// These are the containers' scopes of the kubelet's systemd

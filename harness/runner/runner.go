@@ -512,12 +512,15 @@ type hierarchyPath struct{ key, path string }
 
 // caseState is one case x context x runtime in progress.
 type caseState struct {
-	c        *casefile.Case
-	cx       string
-	rt       Runtime
-	res      *report.Result
-	root     string            // the case's cgroup below the test root
-	caller   map[string]string // hierarchy key -> caller cgroup
+	c      *casefile.Case
+	cx     string
+	rt     Runtime
+	res    *report.Result
+	root   string            // the case's cgroup below the test root
+	caller map[string]string // hierarchy key -> caller cgroup
+	// from is, per hierarchy key, the cgroup the runtime commands run in
+	// when it is not C (kubepods-nsenter's shell); nil otherwise.
+	from     map[string]string
 	joinDirs []string
 	cgroupns bool
 	// nsAnchor is the caller's own process whose cgroup namespace (rooted
