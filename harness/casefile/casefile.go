@@ -367,7 +367,7 @@ var (
 	// reach the real root of a hierarchy; root when the harness runs as
 	// root; clients when the real clients (containerd, ctr, crictl, the
 	// runsc and runc shims) are there (cgconform -clients).
-	Requirements = []string{"root", "cgroup-v1", "hybrid", "cgroup-v2", "v1-controllers", "systemd", "no-systemd", "cgroupns", "throwaway", "clients"}
+	Requirements = []string{"root", "cgroup-v1", "hybrid", "cgroup-v2", "v1-controllers", "systemd", "no-systemd", "cgroupns", "no-nsdelegate", "throwaway", "clients"}
 	// Contexts a case may run in. The last five are made by a real
 	// containerd (ClientContexts).
 	Contexts = []string{"host", "container", "kubepods-privileged", "kubepods-delegated", "kubepods-nsenter", "systemd-unit", "systemd-unit-undelegated",

@@ -322,6 +322,25 @@ func (r *Runner) skipReason(c *casefile.Case, cx string, rt Runtime) string {
 	return ""
 }
 
+// nsdelegate reports whether the cgroup2 hierarchy treats cgroup namespaces
+// as delegation boundaries (a flag of the hierarchy, shown in the super
+// options of each of its mounts).
+func nsdelegate() bool {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if _, after, ok := strings.Cut(line, " - cgroup2 "); ok {
+			f := strings.Fields(after)
+			if len(f) >= 2 && contains(strings.Split(f[1], ","), "nsdelegate") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // unmet says which requirement this host does not meet, or "". Every
 // requirement must hold (cases/README.md, "requires").
 func (r *Runner) unmet(reqs []string) string {
@@ -350,6 +369,10 @@ func (r *Runner) unmet(reqs []string) string {
 		case "cgroupns":
 			if _, err := os.Stat("/proc/self/ns/cgroup"); err != nil {
 				return "needs cgroup namespaces"
+			}
+		case "no-nsdelegate":
+			if r.host.Mode == mode.V2 && nsdelegate() {
+				return "cgroup2 is mounted with nsdelegate (systemd does): the kernel refuses a process outside a cgroup namespace to move any process into it (ENOENT), for every runtime"
 			}
 		case "throwaway":
 			if !r.opt.Throwaway {
