@@ -371,8 +371,8 @@ func (r *Runner) unmet(reqs []string) string {
 				return "needs cgroup namespaces"
 			}
 		case "no-nsdelegate":
-			if r.host.Mode == mode.V2 && nsdelegate() {
-				return "cgroup2 is mounted with nsdelegate (systemd does): the kernel refuses a process outside a cgroup namespace to move any process into it (ENOENT), for every runtime"
+			if nsdelegate() {
+				return "cgroup2 is mounted with nsdelegate (systemd does): the kernel refuses a process outside a cgroup namespace to move any process into it there (ENOENT), for every runtime that uses cgroup2"
 			}
 		case "throwaway":
 			if !r.opt.Throwaway {
