@@ -401,6 +401,14 @@ func (c *Containerd) makePodCgroup(ctx context.Context, parent, uid string) (str
 		if !st.OK() {
 			return "", nil, []Step{st}, fmt.Errorf("%s %s", st.Err, st.Output)
 		}
+		// StartTransientUnit returns once the job is queued: systemd
+		// makes the slice's cgroup later (name=systemd and unified
+		// appeared after the case's baseline in the systemd-v1 VM, and
+		// counted as leaks). Wait for it, as the kubelet's
+		// startUnit waits for the job's result.
+		if err := awaitDirs(systemdDirs(c.Host, dir), pollFor(30*time.Second, 50*time.Millisecond)); err != nil {
+			return "", nil, []Step{st}, fmt.Errorf("systemd did not make the slice %s: %w", parent, err)
+		}
 		// On v1 systemd makes the slice only in the hierarchies it
 		// manages; the kubelet (libcontainer's legacy systemd manager,
 		// joinCgroups) makes the same path in every other one.
@@ -457,6 +465,50 @@ func (c *Containerd) makePodCgroup(ctx context.Context, parent, uid string) (str
 		}
 		return left
 	}, nil, nil
+}
+
+// systemdDirs are rel's directories in the hierarchies systemd manages
+// itself (cgroup2 and the named name=systemd), the ones mkdirV1 leaves.
+func systemdDirs(host *cgroupfs.Host, rel string) []string {
+	var out []string
+	for _, h := range host.Hierarchies {
+		if h.V2 || len(h.Controllers()) == 0 {
+			out = append(out, h.Dir(rel))
+		}
+	}
+	return out
+}
+
+// awaitDirs waits until every directory in dirs exists; between looks it
+// calls wait, which sleeps and says whether to look again. It names the
+// directories that never came.
+func awaitDirs(dirs []string, wait func() bool) error {
+	for {
+		var missing []string
+		for _, d := range dirs {
+			if _, err := os.Stat(d); err != nil {
+				missing = append(missing, d)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if !wait() {
+			return fmt.Errorf("not there: %s", strings.Join(missing, ", "))
+		}
+	}
+}
+
+// pollFor is a wait for awaitDirs: every poll, until limit has passed.
+func pollFor(limit, poll time.Duration) func() bool {
+	deadline := time.Now().Add(limit)
+	return func() bool {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(poll)
+		return true
+	}
 }
 
 // mkdirV1 makes the cgroup rel and its missing parents in every v1

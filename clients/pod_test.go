@@ -2,10 +2,13 @@ package clients
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 )
 
 // The pod and container configs of a runtime-in-a-pod (the seed): host
@@ -134,5 +137,45 @@ func TestRunscIdentity(t *testing.T) {
 		if id != tc.id || root != tc.root {
 			t.Errorf("runscIdentity(%q) = %q, %q; want %q, %q", tc.argv, id, root, tc.id, tc.root)
 		}
+	}
+}
+
+// The slice's directories to wait for are those systemd makes itself:
+// name=systemd and cgroup2, not the v1 controllers the kubelet fills in.
+func TestSystemdDirs(t *testing.T) {
+	host := &cgroupfs.Host{Hierarchies: []cgroupfs.Hierarchy{
+		{Key: "cpu,cpuacct", Mount: "/c/cpu"},
+		{Key: "name=systemd", Mount: "/c/systemd"},
+		{Key: "", Mount: "/c/unified", V2: true},
+		{Key: "memory", Mount: "/c/memory"},
+	}}
+	got := systemdDirs(host, "/a.slice/a-b.slice")
+	want := []string{"/c/systemd/a.slice/a-b.slice", "/c/unified/a.slice/a-b.slice"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("systemdDirs (-want +got):\n%s", diff)
+	}
+}
+
+// awaitDirs looks again after each wait until a late directory appears,
+// and names the one that never does.
+func TestAwaitDirs(t *testing.T) {
+	d := t.TempDir()
+	late := filepath.Join(d, "late")
+	waits := 0
+	wait := func() bool {
+		waits++
+		if waits == 3 {
+			os.Mkdir(late, 0o755)
+		}
+		return true
+	}
+	if err := awaitDirs([]string{d, late}, wait); err != nil || waits != 3 {
+		t.Fatalf("awaitDirs: %v after %d waits, want nil after 3", err, waits)
+	}
+	never := filepath.Join(d, "never")
+	waits = 0
+	err := awaitDirs([]string{late, never}, func() bool { waits++; return waits < 5 })
+	if err == nil || err.Error() != "not there: "+never || waits != 5 {
+		t.Errorf("awaitDirs with a missing directory: %v after %d waits, want it named after 5", err, waits)
 	}
 }
