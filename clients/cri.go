@@ -401,18 +401,7 @@ func (c *Containerd) makePodCgroup(ctx context.Context, parent, uid string) (str
 		if !st.OK() {
 			return "", nil, []Step{st}, fmt.Errorf("%s %s", st.Err, st.Output)
 		}
-		// StartTransientUnit returns once the job is queued: systemd
-		// makes the slice's cgroup later (name=systemd and unified
-		// appeared after the case's baseline in the systemd-v1 VM, and
-		// counted as leaks). Wait for it, as the kubelet's
-		// startUnit waits for the job's result.
-		if err := awaitDirs(systemdDirs(c.Host, dir), pollFor(30*time.Second, 50*time.Millisecond)); err != nil {
-			return "", nil, []Step{st}, fmt.Errorf("systemd did not make the slice %s: %w", parent, err)
-		}
-		// On v1 systemd makes the slice only in the hierarchies it
-		// manages; the kubelet (libcontainer's legacy systemd manager,
-		// joinCgroups) makes the same path in every other one.
-		made, err := mkdirV1(c.Host, dir)
+		var made []string
 		undo := func() []string {
 			var left []string
 			st := c.run(context.Background(), 30*time.Second, "systemctl stop pod slice", "systemctl", "stop", parent)
@@ -427,6 +416,19 @@ func (c *Containerd) makePodCgroup(ctx context.Context, parent, uid string) (str
 			}
 			return left
 		}
+		// StartTransientUnit returns once the job is queued: systemd
+		// makes the slice's cgroup later (name=systemd and unified
+		// appeared after the case's baseline in the systemd-v1 VM, and
+		// counted as leaks). Wait for it, as the kubelet's startUnit
+		// waits for the job's result.
+		if err := awaitDirs(systemdDirs(c.Host, dir), pollFor(30*time.Second, 50*time.Millisecond)); err != nil {
+			undo()
+			return "", nil, []Step{st}, fmt.Errorf("systemd did not make the slice %s: %w", parent, err)
+		}
+		// On v1 systemd makes the slice only in the hierarchies it
+		// manages; the kubelet (libcontainer's legacy systemd manager,
+		// joinCgroups) makes the same path in every other one.
+		made, err = mkdirV1(c.Host, dir)
 		if err != nil {
 			undo()
 			return "", nil, []Step{st}, err
