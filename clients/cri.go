@@ -470,11 +470,11 @@ func (c *Containerd) makePodCgroup(ctx context.Context, parent, uid string) (str
 }
 
 // systemdDirs are rel's directories in the hierarchies systemd manages
-// itself (cgroup2 and the named name=systemd), the ones mkdirV1 leaves.
+// itself: cgroup2 and name=systemd (not another named hierarchy).
 func systemdDirs(host *cgroupfs.Host, rel string) []string {
 	var out []string
 	for _, h := range host.Hierarchies {
-		if h.V2 || len(h.Controllers()) == 0 {
+		if h.V2 || h.Key == "name=systemd" {
 			out = append(out, h.Dir(rel))
 		}
 	}

@@ -141,13 +141,15 @@ func TestRunscIdentity(t *testing.T) {
 }
 
 // The slice's directories to wait for are those systemd makes itself:
-// name=systemd and cgroup2, not the v1 controllers the kubelet fills in.
+// name=systemd and cgroup2, not the v1 controllers the kubelet fills in
+// nor a named hierarchy of someone else's.
 func TestSystemdDirs(t *testing.T) {
 	host := &cgroupfs.Host{Hierarchies: []cgroupfs.Hierarchy{
 		{Key: "cpu,cpuacct", Mount: "/c/cpu"},
 		{Key: "name=systemd", Mount: "/c/systemd"},
 		{Key: "", Mount: "/c/unified", V2: true},
 		{Key: "memory", Mount: "/c/memory"},
+		{Key: "name=other", Mount: "/c/other"},
 	}}
 	got := systemdDirs(host, "/a.slice/a-b.slice")
 	want := []string{"/c/systemd/a.slice/a-b.slice", "/c/unified/a.slice/a-b.slice"}
