@@ -698,6 +698,12 @@ func (r *Runner) runTrials(ctx context.Context, cs *caseState) {
 		if n > 1 {
 			cs.suffix = fmt.Sprintf("-t%0*d", len(fmt.Sprint(n-1)), t)
 		}
+		if t > 0 {
+			if err := r.respawnSetup(ctx, cs); err != nil {
+				cs.fail("trials", fmt.Sprintf("trial %d of %d: %v", t+1, n, err), "")
+				break
+			}
+		}
 		failuresBefore, stepsBefore, leaksBefore := len(res.Failures), len(res.Steps), len(res.Leaks)
 		r.runTrial(ctx, cs)
 		stats.Trials++
@@ -727,6 +733,24 @@ func (r *Runner) runTrials(ctx context.Context, cs *caseState) {
 	if n > 1 {
 		res.Trials = &stats
 	}
+}
+
+// respawnSetup starts again each setup process that the last trial ended
+// (a kill-process step, or the scrub of a cgroup it was moved into), so
+// that every trial starts from the same preconditions.
+func (r *Runner) respawnSetup(ctx context.Context, cs *caseState) error {
+	for i, it := range cs.c.Setup {
+		if it.Do != "process" || !it.When.Applies(r.mode(), cs.cx) {
+			continue
+		}
+		if pid, ok := cs.foreign[it.Name]; ok && alive(pid) {
+			continue
+		}
+		if err := r.setupItem(ctx, cs, it); err != nil {
+			return fmt.Errorf("setup[%d] (%s %s) again: %w", i, it.Do, it.Cgroup, err)
+		}
+	}
+	return nil
 }
 
 // runTrial is one run of the steps: fresh instances, a baseline, the

@@ -305,6 +305,40 @@ func TestSelfTestKillAndTrials(t *testing.T) {
 	assertNoTestRootLeft(t, rep.RunID)
 }
 
+const respawnCase = `
+name: respawn
+purpose: a setup process a trial kills is there again for the next trial
+source: harness self-test
+requires: [root]
+trials: 3
+setup:
+  - {do: mkdir, cgroup: "parent/tenant-${token}"}
+  - {do: process, cgroup: "parent/tenant-${token}", name: intruder}
+sandboxes:
+  - name: a
+steps:
+  - {id: run, do: run, sandbox: a}
+  - {id: intruder-joins, do: join, sandbox: a, process: intruder}
+  - {id: intruder-exits, do: kill-process, process: intruder}
+  - {id: delete, do: delete-force, sandbox: a}
+  - {id: nothing-left, do: check, check: {nothingLeft: true}}
+`
+
+// TestSelfTestTrialsRespawnSetup: -trials works for a case whose steps end
+// a setup process (measured before the fix: every trial after the first
+// failed to move the dead intruder, "no such process", for every runtime).
+func TestSelfTestTrialsRespawnSetup(t *testing.T) {
+	busybox := "/usr/bin/busybox"
+	roottest.Require(t, busybox)
+	rep := runSelfTest(t, respawnCase, busybox, "runc-right")
+	for _, res := range rep.Results {
+		if res.Outcome != report.Pass || res.Trials == nil || res.Trials.Failed != 0 {
+			t.Errorf("%s: outcome %s, trials %+v, failures %+v", res.Runtime, res.Outcome, res.Trials, res.Failures)
+		}
+	}
+	assertNoTestRootLeft(t, rep.RunID)
+}
+
 const tableCase = `
 name: table
 purpose: the table protocol sorts inputs into works and refused
