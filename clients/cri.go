@@ -421,7 +421,7 @@ func (c *Containerd) makePodCgroup(ctx context.Context, parent, uid string) (str
 		// appeared after the case's baseline in the systemd-v1 VM, and
 		// counted as leaks). Wait for it, as the kubelet's startUnit
 		// waits for the job's result.
-		if err := awaitDirs(systemdDirs(c.Host, dir), pollFor(30*time.Second, 50*time.Millisecond)); err != nil {
+		if err := awaitDirs(systemdDirs(c.Host, dir), pollFor(ctx, 30*time.Second, 50*time.Millisecond)); err != nil {
 			undo()
 			return "", nil, []Step{st}, fmt.Errorf("systemd did not make the slice %s: %w", parent, err)
 		}
@@ -501,15 +501,22 @@ func awaitDirs(dirs []string, wait func() bool) error {
 	}
 }
 
-// pollFor is a wait for awaitDirs: every poll, until limit has passed.
-func pollFor(limit, poll time.Duration) func() bool {
+// pollFor is a wait for awaitDirs: every poll, until limit has passed or
+// ctx (the case's) is done.
+func pollFor(ctx context.Context, limit, poll time.Duration) func() bool {
 	deadline := time.Now().Add(limit)
 	return func() bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(poll)
-		return true
+		t := time.NewTimer(poll)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
 	}
 }
 

@@ -1,11 +1,13 @@
 package clients
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
@@ -179,5 +181,22 @@ func TestAwaitDirs(t *testing.T) {
 	err := awaitDirs([]string{late, never}, func() bool { waits++; return waits < 5 })
 	if err == nil || err.Error() != "not there: "+never || waits != 5 {
 		t.Errorf("awaitDirs with a missing directory: %v after %d waits, want it named after 5", err, waits)
+	}
+}
+
+func TestPollForStopsWithTheCase(t *testing.T) {
+	// A cancelled case ends the wait for systemd's slice at once, not after
+	// the 30 s limit (the limit and the poll here are an hour).
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan bool, 1)
+	go func() { done <- pollFor(ctx, time.Hour, time.Hour)() }()
+	select {
+	case again := <-done:
+		if again {
+			t.Error("pollFor asked to look again after the case was cancelled")
+		}
+	case <-time.After(time.Minute): // A safety net, not a timing assert.
+		t.Fatal("pollFor ignored the cancelled context")
 	}
 }
