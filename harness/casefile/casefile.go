@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -436,7 +437,9 @@ func LoadFile(path string) (*Case, error) {
 func Parse(b []byte) (*Case, error) { return parse(b, "") }
 
 func parse(b []byte, file string) (*Case, error) {
-	lines, lerr := fieldLines(b)
+	var doc yamlv3.Node
+	lerr := yamlv3.Unmarshal(b, &doc)
+	lines := fieldLines(&doc)
 	prefix := func(field string) string {
 		where := file
 		if n, ok := lines[field]; ok {
@@ -448,15 +451,14 @@ func parse(b []byte, file string) (*Case, error) {
 		return where + ": "
 	}
 	if lerr != nil {
-		return nil, fmt.Errorf("%s%w", prefix(""), lerr)
+		return nil, fmt.Errorf("%snot YAML: %w", prefix(""), lerr)
+	}
+	if err := unknownKey(&doc, reflect.TypeFor[Case](), "", ""); err != nil {
+		return nil, fmt.Errorf("%s%w", prefix(err.(*FieldError).Field), err)
 	}
 	var c Case
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		field := ""
-		if m := unknownFieldRE.FindStringSubmatch(err.Error()); m != nil {
-			field = unknownField(lines, m[1])
-		}
-		return nil, fmt.Errorf("%sdecoding case: %w (field names follow cases/README.md and runtime-spec's JSON names)", prefix(field), err)
+		return nil, fmt.Errorf("%sdecoding case: %w (field names follow cases/README.md and runtime-spec's JSON names)", prefix(""), err)
 	}
 	c.File, c.lines = file, lines
 	c.normalize()
@@ -1181,15 +1183,9 @@ func (d *Divergence) Covers(runtime string, m mode.Cgroup, context, step string)
 	return d.AppliesTo(runtime, m, context) && (len(d.Steps) == 0 || slices.Contains(d.Steps, step))
 }
 
-var unknownFieldRE = regexp.MustCompile(`unknown field "([^"]+)"`)
-
 // fieldLines maps every field path of a YAML document ("steps[2].check",
 // "sandboxes[0].spec.linux") to the line it starts on.
-func fieldLines(b []byte) (map[string]int, error) {
-	var doc yamlv3.Node
-	if err := yamlv3.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("not YAML: %w", err)
-	}
+func fieldLines(doc *yamlv3.Node) map[string]int {
 	out := map[string]int{}
 	var walk func(n *yamlv3.Node, path string)
 	walk = func(n *yamlv3.Node, path string) {
@@ -1200,10 +1196,7 @@ func fieldLines(b []byte) (map[string]int, error) {
 			}
 		case yamlv3.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				p := n.Content[i].Value
-				if path != "" {
-					p = path + "." + p
-				}
+				p := fieldPath(path, n.Content[i].Value)
 				out[p] = n.Content[i].Line
 				walk(n.Content[i+1], p)
 			}
@@ -1215,22 +1208,108 @@ func fieldLines(b []byte) (map[string]int, error) {
 			}
 		}
 	}
-	walk(&doc, "")
-	return out, nil
+	walk(doc, "")
+	return out
 }
 
-// unknownField finds the first field path whose last element is name (the
-// decoder names an unknown field, not where it is).
-func unknownField(lines map[string]int, name string) string {
-	best, bestLine := "", 0
-	for p, n := range lines {
-		last := p
-		if i := strings.LastIndexAny(p, ".]"); i >= 0 {
-			last = p[i+1:]
+func fieldPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// fragments are the fields that hold runtime-spec JSON, by the struct that
+// holds them, and the runtime-spec type each must be.
+var fragments = map[reflect.Type]map[string]reflect.Type{
+	reflect.TypeFor[Sandbox](): {"spec": reflect.TypeFor[specs.Spec]()},
+}
+
+var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// unknownKey returns a *FieldError for the first key of the YAML node n, in
+// document order, that the type t has no JSON field for. The decoder only
+// names an unknown key, not where it is: the same name may be valid earlier
+// in the file (a spec's "limit" before a step's), so the schema is walked
+// here to blame the right line and path. spec is set inside runtime-spec
+// fragments, to say whose names those are.
+func unknownKey(n *yamlv3.Node, t reflect.Type, path, spec string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yamlv3.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind == yamlv3.DocumentNode {
+		for _, c := range n.Content {
+			if err := unknownKey(c, t, path, spec); err != nil {
+				return err
+			}
 		}
-		if last == name && (best == "" || n < bestLine) {
-			best, bestLine = p, n
+		return nil
+	}
+	if reflect.PointerTo(t).Implements(unmarshaler) {
+		return nil // a leaf such as Duration; its decoder checks it
+	}
+	switch {
+	case t.Kind() == reflect.Struct && n.Kind == yamlv3.MappingNode:
+		names, types := jsonFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			p := fieldPath(path, k)
+			ft, ok := types[k]
+			if !ok {
+				return ferr(p, "unknown field %q (%sknown: %s)", k, spec, strings.Join(names, ", "))
+			}
+			s := spec
+			if f, ok := fragments[t][k]; ok {
+				ft, s = f, "runtime-spec's JSON names; "
+			}
+			if err := unknownKey(n.Content[i+1], ft, p, s); err != nil {
+				return err
+			}
+		}
+	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && n.Kind == yamlv3.SequenceNode:
+		for i, c := range n.Content {
+			if err := unknownKey(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), spec); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Map && n.Kind == yamlv3.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := unknownKey(n.Content[i+1], t.Elem(), fieldPath(path, n.Content[i].Value), spec); err != nil {
+				return err
+			}
 		}
 	}
-	return best
+	// Anything else is a type mismatch, which the decoder reports.
+	return nil
+}
+
+// jsonFields lists the JSON names of struct t's fields, in order, and
+// their types (the fields of untagged embedded structs included, as
+// encoding/json promotes them).
+func jsonFields(t reflect.Type) ([]string, map[string]reflect.Type) {
+	var names []string
+	types := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case tag == "-" || !f.IsExported() && !f.Anonymous:
+			continue
+		case f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct:
+			n, ts := jsonFields(f.Type)
+			names = append(names, n...)
+			for k, v := range ts {
+				types[k] = v
+			}
+			continue
+		case tag == "":
+			tag = f.Name
+		}
+		names = append(names, tag)
+		types[tag] = f.Type
+	}
+	return names, types
 }

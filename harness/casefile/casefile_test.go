@@ -87,13 +87,13 @@ func TestParseBad(t *testing.T) {
 		{"bad action", "{do: run, sandbox: a}|{do: fly, sandbox: a}", "steps[0].do: unknown action"},
 		{"unknown sandbox", "{do: run, sandbox: a}|{do: run, sandbox: zz}", `steps[0].sandbox: "zz" is not a sandbox`},
 		{"bad relation", "relation: beneath|relation: under", "steps[1].check.placement.relation: unknown relation"},
-		{"spec typo", "linux: {cgroupsPath:|linux: {cgroupPath:", `sandboxes[0].spec: not a runtime-spec fragment: json: unknown field "cgroupPath"`},
+		{"spec typo", "linux: {cgroupsPath:|linux: {cgroupPath:", `:13: sandboxes[0].spec.linux.cgroupPath: unknown field "cgroupPath"`},
 		{"same id same root", "root: r2}|root: r1}", `sandboxes[1].id: "pause" is already used in root "r1"`},
 		{"divergence for patched", "runtime: runsc-stock|runtime: runsc-patched", "divergences[0].runtime: runsc-patched must meet every expectation"},
 		{"divergence without reason", "reason: because|reason: \"\"", "divergences[0].reason: missing"},
 		{"divergence unknown step", "steps: [placed]|steps: [nope]", `divergences[0].steps[0]: no step with id "nope"`},
 		{"bad duration", "within: 1.5s|within: soon", "time: invalid duration"},
-		{"unknown field has a line", "sandboxes:|sandbxes:", `:7: decoding case: error unmarshaling JSON: while decoding JSON: json: unknown field "sandbxes"`},
+		{"unknown field has a line", "sandboxes:|sandbxes:", `:7: sandbxes: unknown field "sandbxes" (known: name, purpose,`},
 		{"bad option", "options: [nested-cgroups]|options: [turbo]", "sandboxes[0].options[0]: unknown option"},
 		{"two assertions", "check: {placement:|check: {nothingLeft: true, placement:", "steps[1].check: set exactly one assertion"},
 		{"relative path without token", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "x/y"`, "sandboxes[0].spec.linux.cgroupsPath: \"x/y\": the first element"},
@@ -141,6 +141,33 @@ func TestParseBad(t *testing.T) {
 				}
 				return
 			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Parse error = %v, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// An unknown field is reported where it is, with its whole path, even when
+// a valid field of the same name comes earlier (issue 28: "limit" on a step
+// was reported at the spec's memory limit, without the steps[N]. path).
+func TestUnknownFieldWhereItIs(t *testing.T) {
+	for _, tc := range []struct{ name, edit, wantErr string }{
+		{"on a step, named like a spec field", "{do: run, sandbox: a}|{do: run, sandbox: a, cgroupsPath: x}",
+			`:16: steps[0].cgroupsPath: unknown field "cgroupsPath" (known: id, do, sandbox,`},
+		{"in a check", "check: {placement: {sandbox: a,|check: {placement: {sandbox: a, sandboxes: [a],",
+			`:17: steps[1].check.placement.sandboxes: unknown field "sandboxes"`},
+		{"in a spec fragment", "linux: {cgroupsPath:|linux: {cgroupPath:",
+			`:13: sandboxes[0].spec.linux.cgroupPath: unknown field "cgroupPath" (runtime-spec's JSON names; known: `},
+		{"at the top", "name: good-case|name: good-case\nnmae: x", `:3: nmae: unknown field "nmae"`},
+		{"in a divergence", "reason: because|reason: because, mode: [v2]", `:20: divergences[0].mode: unknown field "mode"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, nw, _ := strings.Cut(tc.edit, "|")
+			if !strings.Contains(good, old) {
+				t.Fatalf("fixture lacks %q", old)
+			}
+			_, err := Parse([]byte(strings.Replace(good, old, nw, 1)))
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Parse error = %v, want it to contain %q", err, tc.wantErr)
 			}
