@@ -383,10 +383,11 @@ var (
 	Relations = []string{"beneath", "beside", "caller", "root", "exact", "base"}
 	// Roles of observed processes.
 	Roles = []string{"sandbox", "gofer", "init"}
-	// Variables a string may use as ${name}: the prefixed container ID,
-	// the run token, the case's own cgroup below the test root, the
-	// caller's cgroup C, a table case's input, and pid.<process> (the PID
-	// of a setup process).
+	// Variables a string may use as ${name}: the prefixed container ID
+	// (where one sandbox is named), the run token, the case's own cgroup
+	// below the test root, the caller's cgroup C, a table case's input, and
+	// pid.<process> (the PID of a setup process). A cgroup reference knows
+	// ${token} only (texts.go).
 	Variables = []string{"id", "token", "caseroot", "caller", "input"}
 	// Categories of a table case's inputs.
 	Categories = []string{"works", "refused"}
@@ -557,8 +558,23 @@ func (c *Case) Validate() error {
 	for p := range processes {
 		vars["pid."+p] = true
 	}
+	// ${id} is known only where one sandbox is named; ${input} only in a
+	// table case.
+	delete(vars, "id")
 	if len(c.Inputs) == 0 {
 		delete(vars, "input")
+	}
+	for i := range c.Setup {
+		if err := checkTexts(fmt.Sprintf("setup[%d]", i), c.Setup[i].texts, withoutVars(vars, "input")); err != nil {
+			return err
+		}
+	}
+	for i, in := range c.Inputs {
+		for j := range in.Setup {
+			if err := checkTexts(fmt.Sprintf("inputs[%d].setup[%d]", i, j), in.Setup[j].texts, withoutVars(vars, "input")); err != nil {
+				return err
+			}
+		}
 	}
 	if len(c.Sandboxes) == 0 {
 		return ferr("sandboxes", "at least one sandbox is needed")
@@ -603,9 +619,9 @@ func (c *Case) Validate() error {
 			if err := checkSpecFragment(s.Spec); err != nil {
 				return ferr(f+".spec", "%v", err)
 			}
-			if err := checkVars(string(s.Spec), vars); err != nil {
-				return ferr(f+".spec", "%v", err)
-			}
+		}
+		if err := checkTexts(f, s.texts, withVars(vars, "id")); err != nil {
+			return err
 		}
 		if err := checkCgroupsPath(s.Spec, len(c.Inputs) > 0); err != nil {
 			return ferr(f+".spec.linux.cgroupsPath", "%v", err)
@@ -638,13 +654,8 @@ func (c *Case) Validate() error {
 				return err
 			}
 		}
-		if err := checkVars(in.Path, vars); err != nil {
-			return ferr(f+".path", "%v", err)
-		}
-		if p := in.Placement; p != nil {
-			if err := checkVars(p.Path, vars); err != nil {
-				return ferr(f+".placement.path", "%v", err)
-			}
+		if err := checkTexts(f, in.texts, withVars(withoutVars(vars, "input"), "id")); err != nil {
+			return err
 		}
 		if err := checkInputPath(in.Path, append(slices.Clone(c.Requires), in.Requires...)); err != nil {
 			return ferr(f+".path", "%v", err)
@@ -675,7 +686,14 @@ func (c *Case) Validate() error {
 			return ferr(f+".id", "%q used twice (or reserved)", id)
 		}
 		stepIDs[id] = true
-		if err := st.validate(f, names, processes, vars); err != nil {
+		if err := st.validate(f, names, processes); err != nil {
+			return err
+		}
+		known := vars
+		if st.Sandbox != "" || st.Check != nil && st.Check.SandboxName() != "" {
+			known = withVars(vars, "id")
+		}
+		if err := checkTexts(f, st.texts, known); err != nil {
 			return err
 		}
 		if st.Do == "stop-unit" && !slices.Contains(c.Requires, "systemd") {
@@ -747,9 +765,6 @@ func checkSetup(field string, items []Setup, processes map[string]bool) error {
 		if !validCgroupRef(it.Cgroup) {
 			return ferr(f+".cgroup", "%q must be caller, parent, caller/<path> or parent/<path> (no ..)", it.Cgroup)
 		}
-		if err := checkVars(it.Cgroup, map[string]bool{"token": true}); err != nil {
-			return ferr(f+".cgroup", "%v", err)
-		}
 		want := map[string][]string{"mkdir": nil, "chown": {"owner"}, "write": {"file", "value"}, "process": {"name"}}[it.Do]
 		got := map[string]string{"owner": it.Owner, "file": it.File, "value": it.Value, "name": it.Name}
 		for k, v := range got {
@@ -787,7 +802,7 @@ func checkSetup(field string, items []Setup, processes map[string]bool) error {
 	return nil
 }
 
-func (st *Step) validate(f string, sandboxes, processes, vars map[string]bool) error {
+func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 	if !slices.Contains(Actions, st.Do) {
 		return ferr(f+".do", "unknown action %q (known: %s)", st.Do, strings.Join(Actions, ", "))
 	}
@@ -833,9 +848,6 @@ func (st *Step) validate(f string, sandboxes, processes, vars map[string]bool) e
 	if (st.Do == "stop-unit") != (st.Unit != "") {
 		return ferr(f+".unit", "stop-unit needs unit: NAME, and only it takes one")
 	}
-	if err := checkVars(st.Unit, vars); err != nil {
-		return ferr(f+".unit", "%v", err)
-	}
 	if (st.Do == "cycle") != (st.Repeat > 0) {
 		return ferr(f+".repeat", "cycle needs repeat: N (N > 0), and only it takes one")
 	}
@@ -856,9 +868,6 @@ func (st *Step) validate(f string, sandboxes, processes, vars map[string]bool) e
 		}
 		if e.RollupAtLeast != 0 && st.Do != "burn" {
 			return ferr(f+".expect.rollupAtLeast", "only burn measures usage")
-		}
-		if err := checkVars(e.Output, vars); err != nil {
-			return ferr(f+".expect.output", "%v", err)
 		}
 	}
 	if st.When != nil {
@@ -883,10 +892,10 @@ func (st *Step) validate(f string, sandboxes, processes, vars map[string]bool) e
 	if st.Check == nil {
 		return ferr(f+".check", "missing")
 	}
-	return st.Check.validate(f+".check", sandboxes, vars)
+	return st.Check.validate(f+".check", sandboxes)
 }
 
-func (c *Check) validate(f string, sandboxes, vars map[string]bool) error {
+func (c *Check) validate(f string, sandboxes map[string]bool) error {
 	n := 0
 	ref := func(field, name string) error {
 		n++
@@ -907,9 +916,6 @@ func (c *Check) validate(f string, sandboxes, vars map[string]bool) error {
 		}
 		if p.Relation == "caller" && p.Path != "" {
 			return ferr(f+".placement.path", "caller takes no path")
-		}
-		if err := checkVars(p.Path, vars); err != nil {
-			return ferr(f+".placement.path", "%v", err)
 		}
 		for i, r := range p.Roles {
 			if !slices.Contains(Roles, r) {
@@ -978,9 +984,6 @@ func (c *Check) validate(f string, sandboxes, vars map[string]bool) error {
 		if u.Name == "" {
 			return ferr(f+".unit.name", "missing")
 		}
-		if err := checkVars(u.Name, vars); err != nil {
-			return ferr(f+".unit.name", "%v", err)
-		}
 	}
 	if l := c.RunscLog; l != nil {
 		if err := ref("runscLog.sandbox", l.Sandbox); err != nil {
@@ -992,24 +995,6 @@ func (c *Check) validate(f string, sandboxes, vars map[string]bool) error {
 	}
 	if n != 1 {
 		return ferr(f, "set exactly one assertion (got %d)", n)
-	}
-	return nil
-}
-
-var varRE = regexp.MustCompile(`\$\{([^}]*)\}`)
-
-// checkVars rejects ${name} references to unknown variables: a typo would
-// otherwise reach the runtime as a literal "${tokn}".
-func checkVars(s string, known map[string]bool) error {
-	for _, m := range varRE.FindAllStringSubmatch(s, -1) {
-		if !known[m[1]] {
-			var k []string
-			for v := range known {
-				k = append(k, "${"+v+"}")
-			}
-			sort.Strings(k)
-			return fmt.Errorf("unknown variable ${%s} (known here: %s)", m[1], strings.Join(k, ", "))
-		}
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -592,6 +593,16 @@ type caseState struct {
 	mu        sync.Mutex
 	logN      int
 	vars      map[string]string
+}
+
+// vals are the values of the variables in a text about instance in (nil:
+// about no one sandbox): the case's, and the instance's ${id}.
+func (cs *caseState) vals(in *instance) map[string]string {
+	out := maps.Clone(cs.vars)
+	if in != nil {
+		out["id"] = in.id
+	}
+	return out
 }
 
 func (cs *caseState) nextLog() int {

@@ -28,6 +28,10 @@ func (r *Runner) setupCase(ctx context.Context, cs *caseState, items []casefile.
 }
 
 func (r *Runner) setupItem(ctx context.Context, cs *caseState, it casefile.Setup) error {
+	it, err := it.Expanded(cs.vals(nil))
+	if err != nil {
+		return err
+	}
 	dirs, err := r.cgroupDirs(cs, it.Cgroup)
 	if err != nil {
 		return err
@@ -73,10 +77,9 @@ type cgroupDir struct {
 }
 
 // cgroupDirs resolves a case's cgroup reference (caller, parent,
-// caller/<path>, parent/<path>; ${token} expanded) in every hierarchy. It
-// refuses anything outside the case's own cgroup.
+// caller/<path>, parent/<path>; expanded) in every hierarchy. It refuses
+// anything outside the case's own cgroup.
 func (r *Runner) cgroupDirs(cs *caseState, ref string) ([]cgroupDir, error) {
-	ref = strings.ReplaceAll(ref, "${token}", r.token)
 	var out []cgroupDir
 	for _, h := range r.host.Hierarchies {
 		c, ok := cs.caller[h.Key]

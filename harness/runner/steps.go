@@ -68,7 +68,11 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		recs = r.forInstances(ctx, cs, st, r.burnStep)
 	case "write":
 		rec := report.Step{ID: st.ID, Do: st.Do}
-		if err := r.writeStep(cs, st.Write); err != nil {
+		est, err := st.Expanded(cs.vals(nil))
+		if err == nil {
+			err = r.writeStep(cs, est.Write)
+		}
+		if err != nil {
 			cs.fail(st.ID, err.Error(), "")
 			rec.Error = err.Error()
 		}
@@ -82,12 +86,7 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		}
 		recs = []report.Step{{ID: st.ID, Do: st.Do}}
 	case "check":
-		rec := report.Step{ID: st.ID, Do: st.Do}
-		if msg, diff := r.check(ctx, cs, st.Check); msg != "" {
-			cs.fail(st.ID, msg, diff)
-			rec.Error = msg
-		}
-		recs = []report.Step{rec}
+		recs = []report.Step{r.checkStep(ctx, cs, st)}
 	}
 	after := r.snapshot(cs)
 	added, removed := diffSets(before, after)
@@ -101,8 +100,8 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 }
 
 // forInstances runs fn on every instance of the step's sandbox, all at
-// once (that is what count: N means), and checks each against the step's
-// expectation.
+// once (that is what count: N means), each with the step's texts expanded
+// for it, and checks each against the step's expectation.
 func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.Step, fn func(context.Context, *caseState, *casefile.Step, *instance) (report.Step, *check.Command)) []report.Step {
 	insts := cs.insts[st.Sandbox]
 	recs := make([]report.Step, len(insts))
@@ -111,13 +110,18 @@ func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.S
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rec, res := fn(ctx, cs, st, in)
+			est, err := st.Expanded(cs.vals(in))
+			if err != nil {
+				cs.fail(st.ID, in.label+": "+err.Error(), "")
+				recs[i] = report.Step{ID: st.ID, Do: st.Do, Sandbox: in.label, Error: err.Error()}
+				return
+			}
+			rec, res := fn(ctx, cs, &est, in)
 			rec.ID, rec.Do, rec.Sandbox = st.ID, st.Do, in.label
 			if res != nil {
 				e := check.Expect{}
-				if st.Expect != nil {
-					within := r.scaled(st.Expect.Within.Duration)
-					e = check.Expect{Fail: st.Expect.Fail, AnyExit: st.Expect.AnyExit, Output: expandFor(cs, in, st.Expect.Output), Within: within}
+				if x := est.Expect; x != nil {
+					e = check.Expect{Fail: x.Fail, AnyExit: x.AnyExit, Output: x.Output, Within: r.scaled(x.Within.Duration)}
 				}
 				for _, m := range check.Evaluate(e, *res) {
 					cs.fail(st.ID, in.label+": "+m, "")
@@ -413,7 +417,7 @@ func (r *Runner) waitStoppedStep(ctx context.Context, cs *caseState, st *casefil
 // is its owner's to remove (a kubelet's pod slice), so that what is left
 // after it is the runtime's.
 func (r *Runner) stopUnitStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
-	name := expandFor(cs, in, st.Unit)
+	name := st.Unit
 	out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "stop", name))
 	if err != nil {
 		// A runtime that started no unit made no slice: nothing to stop.
@@ -483,8 +487,44 @@ func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step,
 	return rec, nil
 }
 
-// check evaluates one check step.
-func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (string, string) {
+// checkStep evaluates a check step: once, or, for a check about one
+// sandbox, once for each of its instances, with that instance's ${id}.
+func (r *Runner) checkStep(ctx context.Context, cs *caseState, st *casefile.Step) report.Step {
+	rec := report.Step{ID: st.ID, Do: st.Do}
+	insts := []*instance{nil}
+	if name := st.Check.SandboxName(); name != "" {
+		insts = cs.insts[name]
+	}
+	var msgs, diffs []string
+	for _, in := range insts {
+		var msg, diff string
+		c, err := st.Check.Expanded(cs.vals(in))
+		if err != nil {
+			msg = err.Error()
+		} else {
+			msg, diff = r.check(ctx, cs, &c, in)
+		}
+		if msg == "" {
+			continue
+		}
+		if len(insts) > 1 {
+			msg = in.label + ": " + msg
+		}
+		msgs = append(msgs, msg)
+		if diff != "" {
+			diffs = append(diffs, diff)
+		}
+	}
+	if len(msgs) > 0 {
+		rec.Error = strings.Join(msgs, "; ")
+		cs.fail(st.ID, rec.Error, strings.Join(diffs, "\n"))
+	}
+	return rec
+}
+
+// check evaluates one check, its texts expanded, about instance in (nil
+// for a check about no one sandbox).
+func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in *instance) (string, string) {
 	keys := r.managedKeys()
 	names := map[string]string{}
 	for _, h := range r.host.Hierarchies {
@@ -493,16 +533,7 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 	switch {
 	case c.Placement != nil:
 		p := c.Placement
-		var procs []report.Process
-		for _, in := range cs.insts[p.Sandbox] {
-			procs = append(procs, in.procs...)
-		}
-		rel := p.Path
-		if rel != "" {
-			rel = expandFor(cs, cs.insts[p.Sandbox][0], rel)
-		}
-		// With several instances a path can only name a shared parent.
-		return check.PlacementFrom(r.relation(p.Relation), rel, p.Roles, procs, cs.caller, cs.origin(), keys, names)
+		return check.PlacementFrom(r.relation(p.Relation), p.Path, p.Roles, in.procs, cs.caller, cs.origin(), keys, names)
 	case len(c.Distinct) > 0:
 		m := map[string][]report.Process{}
 		for _, s := range c.Distinct {
@@ -512,27 +543,19 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 		}
 		return check.Distinct(m, keys, names)
 	case c.Owned != "":
-		var msgs, diffs []string
-		for _, in := range cs.insts[c.Owned] {
-			if msg, diff := check.Owned(in.procs, in.before, keys, names); msg != "" {
-				msgs, diffs = append(msgs, in.label+": "+msg), append(diffs, diff)
-			}
-		}
-		return strings.Join(msgs, "; "), strings.Join(diffs, "\n")
+		return check.Owned(in.procs, in.before, keys, names)
 	case c.Running != "":
 		var bad []string
-		for _, in := range cs.insts[c.Running] {
-			s, err := r.state(ctx, cs, in)
-			switch {
-			case err != nil:
-				bad = append(bad, in.label+": state: "+err.Error())
-			case s.Status != "running":
-				bad = append(bad, in.label+": status "+s.Status)
-			}
-			for role, pid := range in.pids {
-				if !alive(pid) {
-					bad = append(bad, fmt.Sprintf("%s: %s pid %d is gone", in.label, role, pid))
-				}
+		s, err := r.state(ctx, cs, in)
+		switch {
+		case err != nil:
+			bad = append(bad, in.label+": state: "+err.Error())
+		case s.Status != "running":
+			bad = append(bad, in.label+": status "+s.Status)
+		}
+		for role, pid := range in.pids {
+			if !alive(pid) {
+				bad = append(bad, fmt.Sprintf("%s: %s pid %d is gone", in.label, role, pid))
 			}
 		}
 		if len(bad) > 0 {
@@ -540,21 +563,19 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 		}
 	case c.Gone != "":
 		var bad []string
-		for _, in := range cs.insts[c.Gone] {
-			if s, err := r.state(ctx, cs, in); err == nil {
-				bad = append(bad, in.label+": the runtime still reports it, status "+s.Status)
-			}
-			for role, pid := range in.pids {
-				if alive(pid) {
-					bad = append(bad, fmt.Sprintf("%s: %s pid %d still alive", in.label, role, pid))
-				}
+		if s, err := r.state(ctx, cs, in); err == nil {
+			bad = append(bad, in.label+": the runtime still reports it, status "+s.Status)
+		}
+		for role, pid := range in.pids {
+			if alive(pid) {
+				bad = append(bad, fmt.Sprintf("%s: %s pid %d still alive", in.label, role, pid))
 			}
 		}
 		if len(bad) > 0 {
 			return "not gone", strings.Join(bad, "\n")
 		}
 	case c.File != nil:
-		return r.checkFile(cs, c.File)
+		return r.checkFile(cs, c.File, in)
 	case c.NothingLeft:
 		if left := r.leftovers(cs); len(left) > 0 {
 			return fmt.Sprintf("%d item(s) left behind", len(left)), strings.Join(groupByPath(left, len(r.host.Hierarchies)), "\n")
@@ -584,22 +605,17 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 		}
 		return check.Placement(c.Holders, "", nil, procs, cs.caller, keys, names)
 	case c.RunscLog != nil:
-		return r.checkRunscLog(cs, c.RunscLog)
+		return r.checkRunscLog(cs, c.RunscLog, in)
 	case c.Unit != nil:
-		var bad []string
-		for _, in := range cs.insts[c.Unit.Sandbox] {
-			name := expandFor(cs, in, c.Unit.Name)
-			out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "show", "-p", "ActiveState", "--value", name))
-			state := strings.TrimSpace(string(out))
-			switch {
-			case err != nil:
-				bad = append(bad, fmt.Sprintf("systemctl show %s: %v: %s", name, err, state))
-			case (state == "active") != c.Unit.Active:
-				bad = append(bad, fmt.Sprintf("%s is %q", name, state))
-			}
-		}
-		if len(bad) > 0 {
-			return fmt.Sprintf("unit not %s", map[bool]string{true: "active", false: "gone"}[c.Unit.Active]), strings.Join(bad, "\n")
+		name := c.Unit.Name
+		out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "show", "-p", "ActiveState", "--value", name))
+		state := strings.TrimSpace(string(out))
+		want := map[bool]string{true: "active", false: "gone"}[c.Unit.Active]
+		switch {
+		case err != nil:
+			return "unit not " + want, fmt.Sprintf("systemctl show %s: %v: %s", name, err, state)
+		case (state == "active") != c.Unit.Active:
+			return "unit not " + want, fmt.Sprintf("%s is %q", name, state)
 		}
 	case c.NothingRemoved:
 		_, removed := diffSets(cs.baseline, r.snapshot(cs))
@@ -628,15 +644,7 @@ func (r *Runner) relation(rel string) string {
 	return "beneath"
 }
 
-func expandFor(cs *caseState, in *instance, s string) string {
-	s = strings.ReplaceAll(s, "${id}", in.id)
-	for k, v := range cs.vars {
-		s = strings.ReplaceAll(s, "${"+k+"}", v)
-	}
-	return s
-}
-
-func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck) (string, string) {
+func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck, in *instance) (string, string) {
 	h, err := r.host.ForFile(f.Name)
 	if err != nil {
 		return err.Error(), ""
@@ -644,13 +652,11 @@ func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck) (string, string
 	var dirs []string
 	switch {
 	case f.Sandbox != "":
-		for _, in := range cs.insts[f.Sandbox] {
-			m, ok := check.Main(in.procs)
-			if !ok {
-				return in.label + ": no process observed", ""
-			}
-			dirs = append(dirs, m.Cgroups[h.Key])
+		m, ok := check.Main(in.procs)
+		if !ok {
+			return "no process observed", ""
 		}
+		dirs = append(dirs, m.Cgroups[h.Key])
 	case f.Cgroup == "caller":
 		dirs = []string{cs.callerOf(h.Key)}
 	case f.Cgroup == "parent":
@@ -672,25 +678,23 @@ func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck) (string, string
 
 // checkRunscLog looks for a line in the debug logs runsc wrote for every
 // command on the sandbox's instances.
-func (r *Runner) checkRunscLog(cs *caseState, l *casefile.LogCheck) (string, string) {
+func (r *Runner) checkRunscLog(cs *caseState, l *casefile.LogCheck, in *instance) (string, string) {
 	if cs.rt.Kind != "runsc" {
 		return cs.rt.Kind + " writes no runsc debug log", ""
 	}
 	var found []string
-	for _, in := range cs.insts[l.Sandbox] {
-		files, _ := filepath.Glob(filepath.Join(in.logs, "*"))
-		if len(files) == 0 {
-			return in.label + ": runsc wrote no debug log into " + in.logs, ""
+	files, _ := filepath.Glob(filepath.Join(in.logs, "*"))
+	if len(files) == 0 {
+		return "runsc wrote no debug log into " + in.logs, ""
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err.Error(), ""
 		}
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return err.Error(), ""
-			}
-			for _, line := range strings.Split(string(b), "\n") {
-				if strings.Contains(line, l.Lacks) {
-					found = append(found, in.label+" "+filepath.Base(f)+": "+line)
-				}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, l.Lacks) {
+				found = append(found, in.label+" "+filepath.Base(f)+": "+line)
 			}
 		}
 	}
