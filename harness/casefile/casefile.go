@@ -763,7 +763,7 @@ func checkSetup(field string, items []Setup, processes map[string]bool) error {
 			return ferr(f+".do", "unknown setup action %q (known: %s)", it.Do, strings.Join(SetupActions, ", "))
 		}
 		if !validCgroupRef(it.Cgroup) {
-			return ferr(f+".cgroup", "%q must be caller, parent, caller/<path> or parent/<path> (no ..)", it.Cgroup)
+			return ferr(f+".cgroup", "%q %s", it.Cgroup, refForm)
 		}
 		want := map[string][]string{"mkdir": nil, "chown": {"owner"}, "write": {"file", "value"}, "process": {"name"}}[it.Do]
 		got := map[string]string{"owner": it.Owner, "file": it.File, "value": it.Value, "name": it.Name}
@@ -856,7 +856,7 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 	}
 	if w := st.Write; w != nil {
 		if !validCgroupRef(w.Cgroup) {
-			return ferr(f+".write.cgroup", "%q must be caller, parent, caller/<path> or parent/<path>", w.Cgroup)
+			return ferr(f+".write.cgroup", "%q %s", w.Cgroup, refForm)
 		}
 		if w.File == "" || strings.Contains(w.File, "/") {
 			return ferr(f+".write.file", "%q must be a plain file name", w.File)
@@ -947,7 +947,7 @@ func (c *Check) validate(f string, sandboxes map[string]bool) error {
 			return ferr(f+".file.sandbox", "%q is not a sandbox of this case", fc.Sandbox)
 		}
 		if fc.Cgroup != "" && !validCgroupRef(fc.Cgroup) {
-			return ferr(f+".file.cgroup", "%q must be caller, parent, caller/<path> or parent/<path>", fc.Cgroup)
+			return ferr(f+".file.cgroup", "%q %s", fc.Cgroup, refForm)
 		}
 		if fc.Name == "" || strings.Contains(fc.Name, "/") {
 			return ferr(f+".file.name", "%q must be a plain file name", fc.Name)
@@ -1076,15 +1076,17 @@ func checkInputPath(p string, requires []string) error {
 	return nil
 }
 
+// refForm is what a cgroup reference looks like: C, C's parent, or base
+// (where a relative cgroupsPath lands by default, as relation base: C on v1
+// and hybrid hosts, C's parent on v2), each optionally with a path below.
+const refForm = "must be caller, parent or base, or one of them followed by /<path> (no ..)"
+
 func validCgroupRef(s string) bool {
-	if s == "caller" || s == "parent" {
-		return true
+	root, rest, sub := strings.Cut(s, "/")
+	if root != "caller" && root != "parent" && root != "base" {
+		return false
 	}
-	rest, ok := strings.CutPrefix(s, "caller/")
-	if !ok {
-		rest, ok = strings.CutPrefix(s, "parent/")
-	}
-	return ok && rest != "" && !strings.Contains("/"+rest+"/", "/../")
+	return !sub || rest != "" && !strings.Contains("/"+rest+"/", "/../")
 }
 
 // checkSpecFragment rejects fragments with fields runtime-spec does not

@@ -20,8 +20,9 @@ type textKind int
 
 const (
 	plainText textKind = iota
-	// refText is a cgroup reference (caller, parent, caller/<path>,
-	// parent/<path>): a path relative to C, which knows ${token} only.
+	// refText is a cgroup reference (caller, parent or base, each
+	// optionally followed by /<path>): a path relative to C, which knows
+	// ${token} only.
 	refText
 	// jsonText is a runtime-spec fragment: every string value in it.
 	jsonText
@@ -223,7 +224,7 @@ func checkTexts(f string, texts func(string, visitFunc) error, known map[string]
 			msg := vars.Unknown(n, kn).Error()
 			switch {
 			case k == refText:
-				msg += `: a cgroup reference is a path relative to C; name the cgroup after the run token instead (cgroupsPath "p-${token}/a")`
+				msg += `: a cgroup reference is a path relative to C; name the cgroup after the run token instead (cgroupsPath "p-${token}/a", then base/p-${token}/a)`
 			case n == "id":
 				msg += ": ${id} is a sandbox's container ID; only a step or check that names one sandbox knows it"
 			}

@@ -644,27 +644,24 @@ func (r *Runner) relation(rel string) string {
 	return "beneath"
 }
 
+// checkFile reads a file of the sandbox's cgroup or of a cgroup reference,
+// in every hierarchy the file is in, and compares it.
 func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck, in *instance) (string, string) {
-	h, err := r.host.ForFile(f.Name)
+	hs, err := r.host.ForFile(f.Name)
 	if err != nil {
 		return err.Error(), ""
 	}
-	var dirs []string
-	switch {
-	case f.Sandbox != "":
-		m, ok := check.Main(in.procs)
-		if !ok {
-			return "no process observed", ""
+	for _, h := range hs {
+		var d string
+		if f.Sandbox != "" {
+			m, ok := check.Main(in.procs)
+			if !ok {
+				return "no process observed", ""
+			}
+			d = m.Cgroups[h.Key]
+		} else {
+			d = r.resolveRef(cs.callerOf(h.Key), f.Cgroup)
 		}
-		dirs = append(dirs, m.Cgroups[h.Key])
-	case f.Cgroup == "caller":
-		dirs = []string{cs.callerOf(h.Key)}
-	case f.Cgroup == "parent":
-		dirs = []string{path.Dir(cs.callerOf(h.Key))}
-	default:
-		dirs = []string{path.Join(cs.callerOf(h.Key), strings.TrimPrefix(f.Cgroup, "caller/"))}
-	}
-	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join(h.Dir(d), f.Name))
 		if err != nil {
 			return fmt.Sprintf("reading %s in %s:%s: %v", f.Name, h.Name(), d, unwrapErrno(err)), ""

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
@@ -79,5 +80,51 @@ func TestCheckReferenceExpands(t *testing.T) {
 	f.mkdir(t, f.cs.root+"/host/p-cgc0fake", "pids.max=7")
 	if _, fails := f.run(t); len(fails) > 0 {
 		t.Errorf("failures: %+v", fails)
+	}
+}
+
+// parent/x is C's sibling x (issue 28 item 2: it was read at C/parent/x),
+// and base/x is where a relative cgroupsPath lands: C/x on v1 and hybrid
+// hosts, C's sibling on v2.
+func TestCheckReferenceResolves(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mode  mode.Cgroup
+		ref   string
+		where string // below the case root
+	}{
+		{"parent", mode.Hybrid, "parent/q-${token}", "q-cgc0fake"},
+		{"base on hybrid", mode.Hybrid, "base/q-${token}", "host/q-cgc0fake"},
+		{"base on v2", mode.V2, "base/q-${token}", "q-cgc0fake"},
+		{"base itself on v2", mode.V2, "base", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCase(t, tc.mode, `  - {id: read, do: check, check: {file: {cgroup: "`+tc.ref+`", name: pids.max, equals: "3"}}}`)
+			f.mkdir(t, strings.TrimSuffix(f.cs.root+"/"+tc.where, "/"), "pids.max=3")
+			if _, fails := f.run(t); len(fails) > 0 {
+				t.Errorf("failures: %+v", fails)
+			}
+		})
+	}
+}
+
+// On v1 a file of the cgroup core (cgroup.procs) is read in every managed
+// hierarchy, and a prefix that names no mounted controller is an error, not
+// the first hierarchy's file (issue 28 item 5).
+func TestCheckCoreFileEveryHierarchy(t *testing.T) {
+	f := newFakeCase(t, mode.Hybrid, `  - {id: empty, do: check, check: {file: {cgroup: caller, name: cgroup.procs, empty: true}}}
+  - {id: io, do: check, check: {file: {cgroup: caller, name: io.max, equals: "x"}}}`)
+	f.mkdir(t, f.cs.root+"/host", "cgroup.procs=")
+	if err := os.WriteFile(filepath.Join(f.r.host.Hierarchies[1].Dir(f.cs.root+"/host"), "cgroup.procs"), []byte("42\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, fails := f.run(t)
+	var got []string
+	for _, x := range fails {
+		got = append(got, x.Step+": "+x.Message)
+	}
+	want := []string{"empty: pids:/cgconform-cgc0fake/001/host/cgroup.procs: not empty", `io: io.max: no v1 hierarchy has the controller "io" (on v1 a file's prefix picks its hierarchy)`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("failures (-want +got):\n%s", diff)
 	}
 }
