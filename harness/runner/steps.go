@@ -495,26 +495,34 @@ func (r *Runner) checkStep(ctx context.Context, cs *caseState, st *casefile.Step
 	if name := st.Check.SandboxName(); name != "" {
 		insts = cs.insts[name]
 	}
-	var msgs, diffs []string
+	var msgs, diffs, seen []string
 	for _, in := range insts {
 		var msg, diff string
+		var read []string
 		c, err := st.Check.Expanded(cs.vals(in))
 		if err != nil {
 			msg = err.Error()
 		} else {
-			msg, diff = r.check(ctx, cs, &c, in)
-		}
-		if msg == "" {
-			continue
+			msg, diff = r.check(ctx, cs, &c, in, &read)
 		}
 		if len(insts) > 1 {
-			msg = in.label + ": " + msg
+			for i := range read {
+				read[i] = in.label + ": " + read[i]
+			}
+			if msg != "" {
+				msg = in.label + ": " + msg
+			}
+		}
+		seen = append(seen, read...)
+		if msg == "" {
+			continue
 		}
 		msgs = append(msgs, msg)
 		if diff != "" {
 			diffs = append(diffs, diff)
 		}
 	}
+	rec.Note = strings.Join(seen, "; ")
 	if len(msgs) > 0 {
 		rec.Error = strings.Join(msgs, "; ")
 		cs.fail(st.ID, rec.Error, strings.Join(diffs, "\n"))
@@ -523,8 +531,9 @@ func (r *Runner) checkStep(ctx context.Context, cs *caseState, st *casefile.Step
 }
 
 // check evaluates one check, its texts expanded, about instance in (nil
-// for a check about no one sandbox).
-func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in *instance) (string, string) {
+// for a check about no one sandbox). What it read for the record (a file's
+// value, pass or fail) goes to read.
+func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in *instance, read *[]string) (string, string) {
 	keys := r.managedKeys()
 	names := map[string]string{}
 	for _, h := range r.host.Hierarchies {
@@ -575,7 +584,7 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in
 			return "not gone", strings.Join(bad, "\n")
 		}
 	case c.File != nil:
-		return r.checkFile(cs, c.File, in)
+		return r.checkFile(cs, c.File, in, read)
 	case c.NothingLeft:
 		if left := r.leftovers(cs); len(left) > 0 {
 			return fmt.Sprintf("%d item(s) left behind", len(left)), strings.Join(groupByPath(left, len(r.host.Hierarchies)), "\n")
@@ -645,8 +654,9 @@ func (r *Runner) relation(rel string) string {
 }
 
 // checkFile reads a file of the sandbox's cgroup or of a cgroup reference,
-// in every hierarchy the file is in, and compares it.
-func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck, in *instance) (string, string) {
+// in every hierarchy the file is in, records the value in read, and
+// compares it.
+func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck, in *instance, read *[]string) (string, string) {
 	hs, err := r.host.ForFile(f.Name)
 	if err != nil {
 		return err.Error(), ""
@@ -666,6 +676,7 @@ func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck, in *instance) (
 		if err != nil {
 			return fmt.Sprintf("reading %s in %s:%s: %v", f.Name, h.Name(), d, unwrapErrno(err)), ""
 		}
+		*read = append(*read, fmt.Sprintf("read %s:%s/%s = %q", h.Name(), d, f.Name, strings.TrimSpace(string(b))))
 		if msg, diff := check.File(string(b), f.Equals, f.Contains, f.Empty); msg != "" {
 			return fmt.Sprintf("%s:%s/%s: %s", h.Name(), d, f.Name, msg), diff
 		}

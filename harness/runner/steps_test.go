@@ -128,3 +128,26 @@ func TestCheckCoreFileEveryHierarchy(t *testing.T) {
 		t.Errorf("failures (-want +got):\n%s", diff)
 	}
 }
+
+// A file check records what it read, pass or fail (issue 28 item 7): the
+// report shows the value, not only that it matched.
+func TestCheckFileRecordsValue(t *testing.T) {
+	f := newFakeCase(t, mode.Hybrid, `  - {id: read, do: check, check: {file: {cgroup: caller, name: pids.max, equals: "7"}}}
+  - {id: procs, do: check, check: {file: {cgroup: caller, name: cgroup.procs, empty: true}}}`)
+	f.mkdir(t, f.cs.root+"/host", "pids.max=7", "cgroup.procs=")
+	steps, fails := f.run(t)
+	if len(fails) > 0 {
+		t.Fatalf("failures: %+v", fails)
+	}
+	var got []string
+	for _, s := range steps {
+		got = append(got, s.Note)
+	}
+	want := []string{
+		`read pids:/cgconform-cgc0fake/001/host/pids.max = "7"`,
+		`read memory:/cgconform-cgc0fake/001/host/cgroup.procs = ""; read pids:/cgconform-cgc0fake/001/host/cgroup.procs = ""`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+}
