@@ -253,6 +253,11 @@ type Check struct {
 	// what setup made) still exists: a runtime removed nothing it did not
 	// create.
 	NothingRemoved bool `json:"nothingRemoved,omitempty"`
+	// Exists: the cgroup reference (caller, parent, base, each with an
+	// optional /<path>) is a cgroup in every managed hierarchy.
+	Exists string `json:"exists,omitempty"`
+	// Absent: the cgroup reference is a cgroup in no hierarchy.
+	Absent string `json:"absent,omitempty"`
 	// NoneNamed: no cgroup added since the case began has this substring
 	// in its name (e.g. ":" for literal systemd slice:prefix:name dirs).
 	NoneNamed string `json:"noneNamed,omitempty"`
@@ -964,6 +969,15 @@ func (c *Check) validate(f string, sandboxes map[string]bool) error {
 		}
 		if k != 1 {
 			return ferr(f+".file", "set exactly one of equals, contains, empty")
+		}
+	}
+	for _, kv := range []struct{ field, ref string }{{"exists", c.Exists}, {"absent", c.Absent}} {
+		if kv.ref == "" {
+			continue
+		}
+		n++
+		if !validCgroupRef(kv.ref) {
+			return ferr(f+"."+kv.field, "%q %s", kv.ref, refForm)
 		}
 	}
 	for _, b := range []bool{c.NothingLeft, c.NothingCreated, c.NothingRemoved, c.NoneNamed != ""} {

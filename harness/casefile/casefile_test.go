@@ -33,6 +33,18 @@ divergences:
   - {runtime: runsc-stock, reason: because, steps: [placed]}
 `
 
+// The checks on cgroup references parse (issue 28 item 3).
+func TestParseExistsAbsent(t *testing.T) {
+	src := strings.Replace(good, "  - {do: delete-force, sandbox: a,", "  - {id: kept, do: check, check: {exists: \"base/x-${token}\"}}\n  - {id: gone, do: check, check: {absent: \"parent/x-${token}/y\"}}\n  - {do: delete-force, sandbox: a,", 1)
+	c, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Steps[2].Check.Exists + " " + c.Steps[3].Check.Absent; got != "base/x-${token} parent/x-${token}/y" {
+		t.Errorf("exists, absent = %q", got)
+	}
+}
+
 func TestParseGood(t *testing.T) {
 	c, err := Parse([]byte(good))
 	if err != nil {
@@ -125,6 +137,9 @@ func TestParseBad(t *testing.T) {
 		{"id in a write without a sandbox", "{do: run, sandbox: a}|{do: write, write: {cgroup: caller, file: pids.max, value: \"${id}\"}}", "steps[0].write.value: unknown variable ${id}"},
 		{"unclosed variable", "{do: run, sandbox: a}|{do: exec, sandbox: a, args: [\"${token\"]}", `steps[0].args[0]: "${token": a "${" without its "}"`},
 		{"variable in a setup reference", "contexts: [host, container]|contexts: [host, container]\nsetup:\n  - {do: mkdir, cgroup: \"caller/${caller}\"}", "setup[0].cgroup: unknown variable ${caller}"},
+		{"exists takes a reference", "check: {placement: {sandbox: a, relation: beneath, path: x}}|check: {exists: /sys/fs/cgroup}", `steps[1].check.exists: "/sys/fs/cgroup" must be caller, parent or base`},
+		{"absent knows the token only", "check: {placement: {sandbox: a, relation: beneath, path: x}}|check: {absent: \"base/p-${token}/${id}\"}", "steps[1].check.absent: unknown variable ${id} (known here: ${token})"},
+		{"exists and absent at once", "check: {placement: {sandbox: a, relation: beneath, path: x}}|check: {exists: base, absent: base/x}", "steps[1].check: set exactly one assertion (got 2)"},
 		{"setup outside the case", "contexts: [host, container]|contexts: [host, container]\nsetup:\n  - {do: mkdir, cgroup: /sys}", `setup[0].cgroup: "/sys" must be caller, parent`},
 		{"setup chown without owner", "contexts: [host, container]|contexts: [host, container]\nsetup:\n  - {do: chown, cgroup: caller/x}", "setup[0].owner: chown needs owner"},
 		{"setup bad owner", "contexts: [host, container]|contexts: [host, container]\nsetup:\n  - {do: chown, cgroup: caller/x, owner: nobody}", `setup[0].owner: "nobody" must be uid:gid`},

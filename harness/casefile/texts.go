@@ -84,6 +84,12 @@ func (c *Check) texts(f string, visit visitFunc) error {
 			}
 		}
 	}
+	if err := visit(f+".exists", refText, &c.Exists); err != nil {
+		return err
+	}
+	if err := visit(f+".absent", refText, &c.Absent); err != nil {
+		return err
+	}
 	if err := visit(f+".noneNamed", plainText, &c.NoneNamed); err != nil {
 		return err
 	}

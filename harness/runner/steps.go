@@ -585,6 +585,10 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in
 		}
 	case c.File != nil:
 		return r.checkFile(cs, c.File, in, read)
+	case c.Exists != "":
+		return r.checkExists(cs, c.Exists, true)
+	case c.Absent != "":
+		return r.checkExists(cs, c.Absent, false)
 	case c.NothingLeft:
 		if left := r.leftovers(cs); len(left) > 0 {
 			return fmt.Sprintf("%d item(s) left behind", len(left)), strings.Join(groupByPath(left, len(r.host.Hierarchies)), "\n")
@@ -682,6 +686,34 @@ func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck, in *instance, r
 		}
 	}
 	return "", ""
+}
+
+// checkExists holds a cgroup reference to be a cgroup in every managed
+// hierarchy (those a runtime places sandboxes in, check.Optional ones
+// excepted) or, with want false, in no hierarchy at all.
+func (r *Runner) checkExists(cs *caseState, ref string, want bool) (string, string) {
+	hs := r.host.Hierarchies
+	if want {
+		hs = r.host.Managed()
+	}
+	var bad, where []string
+	for _, h := range hs {
+		c, ok := cs.caller[h.Key]
+		if !ok || want && check.Optional(h.Key) {
+			continue
+		}
+		p := r.resolveRef(c, ref)
+		if st, err := os.Stat(h.Dir(p)); (err == nil && st.IsDir()) != want {
+			bad, where = append(bad, h.Name()), append(where, h.Name()+":"+p)
+		}
+	}
+	switch {
+	case len(bad) == 0:
+		return "", ""
+	case want:
+		return fmt.Sprintf("%s is not a cgroup in %s", ref, strings.Join(bad, ", ")), strings.Join(where, "\n")
+	}
+	return fmt.Sprintf("%s is still a cgroup in %s", ref, strings.Join(bad, ", ")), strings.Join(where, "\n")
 }
 
 // checkRunscLog looks for a line in the debug logs runsc wrote for every

@@ -151,3 +151,43 @@ func TestCheckFileRecordsValue(t *testing.T) {
 		t.Errorf("notes (-want +got):\n%s", diff)
 	}
 }
+
+// exists holds in every managed hierarchy (the v1 controllers on a hybrid
+// host, not cgroup2 there); absent in none at all (issue 28 item 3).
+func TestCheckExistsAbsent(t *testing.T) {
+	f := newFakeCase(t, mode.Hybrid, `  - {id: kept, do: check, check: {exists: "base/p-${token}"}}
+  - {id: kept-leaf, do: check, check: {exists: "base/p-${token}/a"}}
+  - {id: gone, do: check, check: {absent: "base/p-${token}/b"}}
+  - {id: gone-parent, do: check, check: {absent: "base/p-${token}"}}`)
+	p := f.cs.root + "/host/p-cgc0fake"
+	f.mkdir(t, p)
+	for _, h := range f.r.host.Hierarchies {
+		if h.Key == "memory" {
+			f.mkdir1(t, h, p+"/a")
+		}
+		if h.V2 {
+			f.mkdir1(t, h, p+"/b")
+		}
+	}
+	_, fails := f.run(t)
+	var got []string
+	for _, x := range fails {
+		got = append(got, x.Step+": "+x.Message+" | "+x.Diff)
+	}
+	want := []string{
+		"kept-leaf: base/p-cgc0fake/a is not a cgroup in pids | pids:" + p + "/a",
+		"gone: base/p-cgc0fake/b is still a cgroup in unified | unified:" + p + "/b",
+		"gone-parent: base/p-cgc0fake is still a cgroup in memory, pids, unified | memory:" + p + "\npids:" + p + "\nunified:" + p,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("failures (-want +got):\n%s", diff)
+	}
+}
+
+// mkdir1 makes a cgroup in one hierarchy.
+func (f *fakeCase) mkdir1(t *testing.T, h cgroupfs.Hierarchy, rel string) {
+	t.Helper()
+	if err := os.MkdirAll(h.Dir(rel), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
