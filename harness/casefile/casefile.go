@@ -176,6 +176,9 @@ type Step struct {
 	// Write (action write): a file the harness writes into an existing
 	// cgroup of the context between runtime commands.
 	Write *Write `json:"write,omitempty"`
+	// Resources (update): a runtime-spec linux.resources fragment, handed
+	// to the runtime's own update command as a file.
+	Resources json.RawMessage `json:"resources,omitempty"`
 	// Unit (stop-unit): the systemd unit to stop, as its owner would (a
 	// kubelet stops the pod slice it named when the pod goes); the
 	// sandbox's variables apply (${token}, ${id}).
@@ -379,7 +382,7 @@ var (
 	Contexts = []string{"host", "container", "kubepods-privileged", "kubepods-delegated", "kubepods-nsenter", "systemd-unit", "systemd-unit-undelegated",
 		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated"}
 	// Actions a step may do.
-	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "stop-unit", "check"}
+	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "stop-unit", "check"}
 	// SetupActions a setup item may do.
 	SetupActions = []string{"mkdir", "chown", "write", "process"}
 	// Options are runtime-neutral sandbox switches.
@@ -850,6 +853,14 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 	if st.Process != "" && !processes[st.Process] {
 		return ferr(f+".process", "%q is not a process of the case's setup", st.Process)
 	}
+	if (st.Do == "update") != (len(st.Resources) > 0) {
+		return ferr(f+".resources", "update needs resources: {...} (a runtime-spec linux.resources fragment), and only it takes them")
+	}
+	if len(st.Resources) > 0 {
+		if err := decodeStrict(st.Resources, &specs.LinuxResources{}); err != nil {
+			return ferr(f+".resources", "not a runtime-spec linux.resources fragment: %v", err)
+		}
+	}
 	if (st.Do == "stop-unit") != (st.Unit != "") {
 		return ferr(f+".unit", "stop-unit needs unit: NAME, and only it takes one")
 	}
@@ -1106,13 +1117,17 @@ func validCgroupRef(s string) bool {
 // checkSpecFragment rejects fragments with fields runtime-spec does not
 // know, so a misspelt key is an error instead of a silently ignored line.
 func checkSpecFragment(raw json.RawMessage) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var s specs.Spec
-	if err := dec.Decode(&s); err != nil {
+	if err := decodeStrict(raw, &specs.Spec{}); err != nil {
 		return fmt.Errorf("not a runtime-spec fragment: %w", err)
 	}
 	return nil
+}
+
+// decodeStrict decodes JSON into v, refusing unknown fields.
+func decodeStrict(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // ContainerID is the sandbox's ID before the run token is added.
@@ -1224,6 +1239,7 @@ func fieldPath(path, key string) string {
 // holds them, and the runtime-spec type each must be.
 var fragments = map[reflect.Type]map[string]reflect.Type{
 	reflect.TypeFor[Sandbox](): {"spec": reflect.TypeFor[specs.Spec]()},
+	reflect.TypeFor[Step]():    {"resources": reflect.TypeFor[specs.LinuxResources]()},
 }
 
 var unmarshaler = reflect.TypeFor[json.Unmarshaler]()

@@ -24,7 +24,8 @@ const (
 	// optionally followed by /<path>): a path relative to C, which knows
 	// ${token} only.
 	refText
-	// jsonText is a runtime-spec fragment: every string value in it.
+	// jsonText is a runtime-spec fragment (a sandbox's spec, an update's
+	// resources): every string value in it.
 	jsonText
 )
 
@@ -42,6 +43,9 @@ func (st *Step) texts(f string, visit visitFunc) error {
 		}
 	}
 	if err := visit(f+".unit", plainText, &st.Unit); err != nil {
+		return err
+	}
+	if err := visitJSON(f+".resources", &st.Resources, visit); err != nil {
 		return err
 	}
 	if w := st.Write; w != nil {

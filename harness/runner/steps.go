@@ -52,7 +52,7 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 	t0 := time.Now()
 	var recs []report.Step
 	switch st.Do {
-	case "create", "start", "run", "exec", "kill", "delete", "delete-force", "state":
+	case "create", "start", "run", "exec", "kill", "delete", "delete-force", "state", "update":
 		recs = r.forInstances(ctx, cs, st, r.commandStep)
 	case "kill-sandbox", "kill-gofer":
 		recs = r.forInstances(ctx, cs, st, r.killStep)
@@ -136,7 +136,24 @@ func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.S
 }
 
 func (r *Runner) runtimeArgs(cs *caseState, in *instance, action string, st *casefile.Step) []string {
-	return append([]string{cs.rt.Path}, cs.rt.Command(in.global, action, in.id, in.bundle, st.Args, st.Signal)...)
+	args := st.Args
+	if action == "update" {
+		args = []string{resourcesFile(in, st)}
+	}
+	return append([]string{cs.rt.Path}, cs.rt.Command(in.global, action, in.id, in.bundle, args, st.Signal)...)
+}
+
+// resourcesFile is where an update step's fragment is written for the
+// runtime to read: the instance's bundle folder, which the runtime
+// commands of every context see.
+func resourcesFile(in *instance, st *casefile.Step) string {
+	safe := strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, st.ID)
+	return filepath.Join(in.bundle, "update-"+safe+".json")
 }
 
 func record(res cmdResult) report.Step {
@@ -162,6 +179,12 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	actions := []string{st.Do}
 	if st.Do == "run" {
 		actions = []string{"create", "start"}
+	}
+	if st.Do == "update" {
+		if err := os.WriteFile(resourcesFile(in, st), st.Resources, 0o644); err != nil {
+			cs.fail(st.ID, in.label+": writing the resources file: "+err.Error(), "")
+			return report.Step{Error: err.Error()}, nil
+		}
 	}
 	var rec report.Step
 	var last cmdResult
@@ -211,6 +234,9 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	notes := in.notes
 	if rec.Note != "" {
 		notes = append([]string{rec.Note}, notes...)
+	}
+	if st.Do == "update" {
+		notes = append(notes, "resources "+string(st.Resources))
 	}
 	if st.Do == "create" || st.Do == "start" || st.Do == "run" {
 		if why := r.observe(ctx, cs, in); why != "" && last.exit == 0 && last.err == nil && !last.killed {
