@@ -798,8 +798,15 @@ func (r *Runner) runTrial(parent context.Context, cs *caseState) {
 
 // refusal detects a runtime refusing the host outright.
 func (r *Runner) refusal(cs *caseState) string {
+	outputs := make([]string, 0, len(cs.res.Steps))
 	for _, s := range cs.res.Steps {
-		if why := KnownRefusal(cs.rt.Kind, s.Output); why != "" {
+		outputs = append(outputs, s.Output)
+	}
+	for _, in := range cs.res.Inputs {
+		outputs = append(outputs, in.Evidence...) // a table case's commands
+	}
+	for _, o := range outputs {
+		if why := KnownRefusal(cs.rt.Kind, o); why != "" {
 			return why
 		}
 	}

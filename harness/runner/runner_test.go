@@ -76,6 +76,17 @@ func TestKnownRefusal(t *testing.T) {
 	}
 }
 
+// A table case records its commands' output as input evidence, not as
+// steps: a runtime refusing the host there is a skip too, not a failure of
+// every input (crun on a hybrid host, when the table case runs alone).
+func TestRefusalInTable(t *testing.T) {
+	res := &report.Result{Inputs: []report.Input{{Input: "", Category: report.Refused, Evidence: []string{"create exited 1 in 0.03s: cgroups in hybrid mode not supported, drop all controllers from cgroupv2"}}}}
+	r := &Runner{}
+	if why := r.refusal(&caseState{rt: Runtime{Kind: "crun"}, res: res}); why == "" {
+		t.Error("crun's hybrid refusal in a table input not recognised")
+	}
+}
+
 // decide is where a violated expectation becomes a failure unless a
 // divergence with a reason covers it.
 func TestDecide(t *testing.T) {
