@@ -269,6 +269,42 @@ func TestRepositoryCases(t *testing.T) {
 	}
 }
 
+// Every YAML example of cases/README.md is a case file of cases/, whole
+// ("# cases/x.yaml") or a run of its lines ("# cases/x.yaml (excerpt)"),
+// so that -validate checks it and the conformance run executes it: an
+// example cannot drift from what runs (issue 28).
+func TestReadmeExamples(t *testing.T) {
+	b, err := os.ReadFile("../../cases/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadDir("../../cases"); err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(b), "```yaml\n")[1:]
+	if len(blocks) == 0 {
+		t.Fatal("no YAML example in cases/README.md")
+	}
+	for i, blk := range blocks {
+		blk, _, _ = strings.Cut(blk, "```")
+		head, body, _ := strings.Cut(blk, "\n")
+		name, excerpt := strings.CutSuffix(strings.TrimPrefix(head, "# "), " (excerpt)")
+		if !strings.HasPrefix(name, "cases/") || !strings.HasSuffix(name, ".yaml") {
+			t.Errorf("example %d: first line %q, want \"# cases/<name>.yaml\" (and \" (excerpt)\" for a run of its lines)", i+1, head)
+			continue
+		}
+		file, err := os.ReadFile("../../" + name)
+		if err != nil {
+			t.Errorf("example %d: %v", i+1, err)
+			continue
+		}
+		if excerpt && !strings.HasPrefix(body, "\n") && (strings.HasPrefix(string(file), body) || strings.Contains(string(file), "\n"+body)) || !excerpt && body == string(file) {
+			continue
+		}
+		t.Errorf("example %d is not %s%s:\n%s", i+1, map[bool]string{true: "a run of the lines of ", false: "all of "}[excerpt], name, body)
+	}
+}
+
 func TestWhen(t *testing.T) {
 	var nilWhen *When
 	for _, tc := range []struct {
