@@ -462,8 +462,8 @@ func parse(b []byte, file string) (*Case, error) {
 	if lerr != nil {
 		return nil, fmt.Errorf("%snot YAML: %w", prefix(""), lerr)
 	}
-	if err := unknownKey(&doc, reflect.TypeFor[Case](), "", ""); err != nil {
-		return nil, fmt.Errorf("%s%w", prefix(err.(*FieldError).Field), err)
+	if fe := unknownKey(&doc, reflect.TypeFor[Case](), "", ""); fe != nil {
+		return nil, fmt.Errorf("%s%w", prefix(fe.Field), fe)
 	}
 	var c Case
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
@@ -1244,13 +1244,13 @@ var fragments = map[reflect.Type]map[string]reflect.Type{
 
 var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 
-// unknownKey returns a *FieldError for the first key of the YAML node n, in
+// unknownKey returns a FieldError for the first key of the YAML node n, in
 // document order, that the type t has no JSON field for. The decoder only
 // names an unknown key, not where it is: the same name may be valid earlier
 // in the file (a spec's "limit" before a step's), so the schema is walked
 // here to blame the right line and path. spec is set inside runtime-spec
 // fragments, to say whose names those are.
-func unknownKey(n *yamlv3.Node, t reflect.Type, path, spec string) error {
+func unknownKey(n *yamlv3.Node, t reflect.Type, path, spec string) *FieldError {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -1276,7 +1276,7 @@ func unknownKey(n *yamlv3.Node, t reflect.Type, path, spec string) error {
 			p := fieldPath(path, k)
 			ft, ok := types[k]
 			if !ok {
-				return ferr(p, "unknown field %q (%sknown: %s)", k, spec, strings.Join(names, ", "))
+				return &FieldError{Field: p, Msg: fmt.Sprintf("unknown field %q (%sknown: %s)", k, spec, strings.Join(names, ", "))}
 			}
 			s := spec
 			if f, ok := fragments[t][k]; ok {
