@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -175,6 +176,9 @@ type Step struct {
 	// Write (action write): a file the harness writes into an existing
 	// cgroup of the context between runtime commands.
 	Write *Write `json:"write,omitempty"`
+	// Resources (update): a runtime-spec linux.resources fragment, handed
+	// to the runtime's own update command as a file.
+	Resources json.RawMessage `json:"resources,omitempty"`
 	// Unit (stop-unit): the systemd unit to stop, as its owner would (a
 	// kubelet stops the pod slice it named when the pod goes); the
 	// sandbox's variables apply (${token}, ${id}).
@@ -252,6 +256,11 @@ type Check struct {
 	// what setup made) still exists: a runtime removed nothing it did not
 	// create.
 	NothingRemoved bool `json:"nothingRemoved,omitempty"`
+	// Exists: the cgroup reference (caller, parent, base, each with an
+	// optional /<path>) is a cgroup in every managed hierarchy.
+	Exists string `json:"exists,omitempty"`
+	// Absent: the cgroup reference is a cgroup in no hierarchy.
+	Absent string `json:"absent,omitempty"`
 	// NoneNamed: no cgroup added since the case began has this substring
 	// in its name (e.g. ":" for literal systemd slice:prefix:name dirs).
 	NoneNamed string `json:"noneNamed,omitempty"`
@@ -373,7 +382,7 @@ var (
 	Contexts = []string{"host", "container", "kubepods-privileged", "kubepods-delegated", "kubepods-nsenter", "systemd-unit", "systemd-unit-undelegated",
 		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated"}
 	// Actions a step may do.
-	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "stop-unit", "check"}
+	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "stop-unit", "check"}
 	// SetupActions a setup item may do.
 	SetupActions = []string{"mkdir", "chown", "write", "process"}
 	// Options are runtime-neutral sandbox switches.
@@ -382,10 +391,11 @@ var (
 	Relations = []string{"beneath", "beside", "caller", "root", "exact", "base"}
 	// Roles of observed processes.
 	Roles = []string{"sandbox", "gofer", "init"}
-	// Variables a string may use as ${name}: the prefixed container ID,
-	// the run token, the case's own cgroup below the test root, the
-	// caller's cgroup C, a table case's input, and pid.<process> (the PID
-	// of a setup process).
+	// Variables a string may use as ${name}: the prefixed container ID
+	// (where one sandbox is named), the run token, the case's own cgroup
+	// below the test root, the caller's cgroup C, a table case's input, and
+	// pid.<process> (the PID of a setup process). A cgroup reference knows
+	// ${token} only (texts.go).
 	Variables = []string{"id", "token", "caseroot", "caller", "input"}
 	// Categories of a table case's inputs.
 	Categories = []string{"works", "refused"}
@@ -436,7 +446,9 @@ func LoadFile(path string) (*Case, error) {
 func Parse(b []byte) (*Case, error) { return parse(b, "") }
 
 func parse(b []byte, file string) (*Case, error) {
-	lines, lerr := fieldLines(b)
+	var doc yamlv3.Node
+	lerr := yamlv3.Unmarshal(b, &doc)
+	lines := fieldLines(&doc)
 	prefix := func(field string) string {
 		where := file
 		if n, ok := lines[field]; ok {
@@ -448,15 +460,14 @@ func parse(b []byte, file string) (*Case, error) {
 		return where + ": "
 	}
 	if lerr != nil {
-		return nil, fmt.Errorf("%s%w", prefix(""), lerr)
+		return nil, fmt.Errorf("%snot YAML: %w", prefix(""), lerr)
+	}
+	if fe := unknownKey(&doc, reflect.TypeFor[Case](), "", ""); fe != nil {
+		return nil, fmt.Errorf("%s%w", prefix(fe.Field), fe)
 	}
 	var c Case
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		field := ""
-		if m := unknownFieldRE.FindStringSubmatch(err.Error()); m != nil {
-			field = unknownField(lines, m[1])
-		}
-		return nil, fmt.Errorf("%sdecoding case: %w (field names follow cases/README.md and runtime-spec's JSON names)", prefix(field), err)
+		return nil, fmt.Errorf("%sdecoding case: %w (field names follow cases/README.md and runtime-spec's JSON names)", prefix(""), err)
 	}
 	c.File, c.lines = file, lines
 	c.normalize()
@@ -555,8 +566,23 @@ func (c *Case) Validate() error {
 	for p := range processes {
 		vars["pid."+p] = true
 	}
+	// ${id} is known only where one sandbox is named; ${input} only in a
+	// table case.
+	delete(vars, "id")
 	if len(c.Inputs) == 0 {
 		delete(vars, "input")
+	}
+	for i := range c.Setup {
+		if err := checkTexts(fmt.Sprintf("setup[%d]", i), c.Setup[i].texts, withoutVars(vars, "input")); err != nil {
+			return err
+		}
+	}
+	for i, in := range c.Inputs {
+		for j := range in.Setup {
+			if err := checkTexts(fmt.Sprintf("inputs[%d].setup[%d]", i, j), in.Setup[j].texts, withoutVars(vars, "input")); err != nil {
+				return err
+			}
+		}
 	}
 	if len(c.Sandboxes) == 0 {
 		return ferr("sandboxes", "at least one sandbox is needed")
@@ -601,9 +627,9 @@ func (c *Case) Validate() error {
 			if err := checkSpecFragment(s.Spec); err != nil {
 				return ferr(f+".spec", "%v", err)
 			}
-			if err := checkVars(string(s.Spec), vars); err != nil {
-				return ferr(f+".spec", "%v", err)
-			}
+		}
+		if err := checkTexts(f, s.texts, withVars(vars, "id")); err != nil {
+			return err
 		}
 		if err := checkCgroupsPath(s.Spec, len(c.Inputs) > 0); err != nil {
 			return ferr(f+".spec.linux.cgroupsPath", "%v", err)
@@ -636,13 +662,8 @@ func (c *Case) Validate() error {
 				return err
 			}
 		}
-		if err := checkVars(in.Path, vars); err != nil {
-			return ferr(f+".path", "%v", err)
-		}
-		if p := in.Placement; p != nil {
-			if err := checkVars(p.Path, vars); err != nil {
-				return ferr(f+".placement.path", "%v", err)
-			}
+		if err := checkTexts(f, in.texts, withVars(withoutVars(vars, "input"), "id")); err != nil {
+			return err
 		}
 		if err := checkInputPath(in.Path, append(slices.Clone(c.Requires), in.Requires...)); err != nil {
 			return ferr(f+".path", "%v", err)
@@ -673,7 +694,14 @@ func (c *Case) Validate() error {
 			return ferr(f+".id", "%q used twice (or reserved)", id)
 		}
 		stepIDs[id] = true
-		if err := st.validate(f, names, processes, vars); err != nil {
+		if err := st.validate(f, names, processes); err != nil {
+			return err
+		}
+		known := vars
+		if st.Sandbox != "" || st.Check != nil && st.Check.SandboxName() != "" {
+			known = withVars(vars, "id")
+		}
+		if err := checkTexts(f, st.texts, known); err != nil {
 			return err
 		}
 		if st.Do == "stop-unit" && !slices.Contains(c.Requires, "systemd") {
@@ -743,10 +771,7 @@ func checkSetup(field string, items []Setup, processes map[string]bool) error {
 			return ferr(f+".do", "unknown setup action %q (known: %s)", it.Do, strings.Join(SetupActions, ", "))
 		}
 		if !validCgroupRef(it.Cgroup) {
-			return ferr(f+".cgroup", "%q must be caller, parent, caller/<path> or parent/<path> (no ..)", it.Cgroup)
-		}
-		if err := checkVars(it.Cgroup, map[string]bool{"token": true}); err != nil {
-			return ferr(f+".cgroup", "%v", err)
+			return ferr(f+".cgroup", "%q %s", it.Cgroup, refForm)
 		}
 		want := map[string][]string{"mkdir": nil, "chown": {"owner"}, "write": {"file", "value"}, "process": {"name"}}[it.Do]
 		got := map[string]string{"owner": it.Owner, "file": it.File, "value": it.Value, "name": it.Name}
@@ -785,7 +810,7 @@ func checkSetup(field string, items []Setup, processes map[string]bool) error {
 	return nil
 }
 
-func (st *Step) validate(f string, sandboxes, processes, vars map[string]bool) error {
+func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 	if !slices.Contains(Actions, st.Do) {
 		return ferr(f+".do", "unknown action %q (known: %s)", st.Do, strings.Join(Actions, ", "))
 	}
@@ -828,11 +853,16 @@ func (st *Step) validate(f string, sandboxes, processes, vars map[string]bool) e
 	if st.Process != "" && !processes[st.Process] {
 		return ferr(f+".process", "%q is not a process of the case's setup", st.Process)
 	}
+	if (st.Do == "update") != (len(st.Resources) > 0) {
+		return ferr(f+".resources", "update needs resources: {...} (a runtime-spec linux.resources fragment), and only it takes them")
+	}
+	if len(st.Resources) > 0 {
+		if err := decodeStrict(st.Resources, &specs.LinuxResources{}); err != nil {
+			return ferr(f+".resources", "not a runtime-spec linux.resources fragment: %v", err)
+		}
+	}
 	if (st.Do == "stop-unit") != (st.Unit != "") {
 		return ferr(f+".unit", "stop-unit needs unit: NAME, and only it takes one")
-	}
-	if err := checkVars(st.Unit, vars); err != nil {
-		return ferr(f+".unit", "%v", err)
 	}
 	if (st.Do == "cycle") != (st.Repeat > 0) {
 		return ferr(f+".repeat", "cycle needs repeat: N (N > 0), and only it takes one")
@@ -842,7 +872,7 @@ func (st *Step) validate(f string, sandboxes, processes, vars map[string]bool) e
 	}
 	if w := st.Write; w != nil {
 		if !validCgroupRef(w.Cgroup) {
-			return ferr(f+".write.cgroup", "%q must be caller, parent, caller/<path> or parent/<path>", w.Cgroup)
+			return ferr(f+".write.cgroup", "%q %s", w.Cgroup, refForm)
 		}
 		if w.File == "" || strings.Contains(w.File, "/") {
 			return ferr(f+".write.file", "%q must be a plain file name", w.File)
@@ -854,9 +884,6 @@ func (st *Step) validate(f string, sandboxes, processes, vars map[string]bool) e
 		}
 		if e.RollupAtLeast != 0 && st.Do != "burn" {
 			return ferr(f+".expect.rollupAtLeast", "only burn measures usage")
-		}
-		if err := checkVars(e.Output, vars); err != nil {
-			return ferr(f+".expect.output", "%v", err)
 		}
 	}
 	if st.When != nil {
@@ -881,10 +908,10 @@ func (st *Step) validate(f string, sandboxes, processes, vars map[string]bool) e
 	if st.Check == nil {
 		return ferr(f+".check", "missing")
 	}
-	return st.Check.validate(f+".check", sandboxes, vars)
+	return st.Check.validate(f+".check", sandboxes)
 }
 
-func (c *Check) validate(f string, sandboxes, vars map[string]bool) error {
+func (c *Check) validate(f string, sandboxes map[string]bool) error {
 	n := 0
 	ref := func(field, name string) error {
 		n++
@@ -905,9 +932,6 @@ func (c *Check) validate(f string, sandboxes, vars map[string]bool) error {
 		}
 		if p.Relation == "caller" && p.Path != "" {
 			return ferr(f+".placement.path", "caller takes no path")
-		}
-		if err := checkVars(p.Path, vars); err != nil {
-			return ferr(f+".placement.path", "%v", err)
 		}
 		for i, r := range p.Roles {
 			if !slices.Contains(Roles, r) {
@@ -939,7 +963,7 @@ func (c *Check) validate(f string, sandboxes, vars map[string]bool) error {
 			return ferr(f+".file.sandbox", "%q is not a sandbox of this case", fc.Sandbox)
 		}
 		if fc.Cgroup != "" && !validCgroupRef(fc.Cgroup) {
-			return ferr(f+".file.cgroup", "%q must be caller, parent, caller/<path> or parent/<path>", fc.Cgroup)
+			return ferr(f+".file.cgroup", "%q %s", fc.Cgroup, refForm)
 		}
 		if fc.Name == "" || strings.Contains(fc.Name, "/") {
 			return ferr(f+".file.name", "%q must be a plain file name", fc.Name)
@@ -956,6 +980,15 @@ func (c *Check) validate(f string, sandboxes, vars map[string]bool) error {
 		}
 		if k != 1 {
 			return ferr(f+".file", "set exactly one of equals, contains, empty")
+		}
+	}
+	for _, kv := range []struct{ field, ref string }{{"exists", c.Exists}, {"absent", c.Absent}} {
+		if kv.ref == "" {
+			continue
+		}
+		n++
+		if !validCgroupRef(kv.ref) {
+			return ferr(f+"."+kv.field, "%q %s", kv.ref, refForm)
 		}
 	}
 	for _, b := range []bool{c.NothingLeft, c.NothingCreated, c.NothingRemoved, c.NoneNamed != ""} {
@@ -976,9 +1009,6 @@ func (c *Check) validate(f string, sandboxes, vars map[string]bool) error {
 		if u.Name == "" {
 			return ferr(f+".unit.name", "missing")
 		}
-		if err := checkVars(u.Name, vars); err != nil {
-			return ferr(f+".unit.name", "%v", err)
-		}
 	}
 	if l := c.RunscLog; l != nil {
 		if err := ref("runscLog.sandbox", l.Sandbox); err != nil {
@@ -990,24 +1020,6 @@ func (c *Check) validate(f string, sandboxes, vars map[string]bool) error {
 	}
 	if n != 1 {
 		return ferr(f, "set exactly one assertion (got %d)", n)
-	}
-	return nil
-}
-
-var varRE = regexp.MustCompile(`\$\{([^}]*)\}`)
-
-// checkVars rejects ${name} references to unknown variables: a typo would
-// otherwise reach the runtime as a literal "${tokn}".
-func checkVars(s string, known map[string]bool) error {
-	for _, m := range varRE.FindAllStringSubmatch(s, -1) {
-		if !known[m[1]] {
-			var k []string
-			for v := range known {
-				k = append(k, "${"+v+"}")
-			}
-			sort.Strings(k)
-			return fmt.Errorf("unknown variable ${%s} (known here: %s)", m[1], strings.Join(k, ", "))
-		}
 	}
 	return nil
 }
@@ -1089,27 +1101,33 @@ func checkInputPath(p string, requires []string) error {
 	return nil
 }
 
+// refForm is what a cgroup reference looks like: C, C's parent, or base
+// (where a relative cgroupsPath lands by default, as relation base: C on v1
+// and hybrid hosts, C's parent on v2), each optionally with a path below.
+const refForm = "must be caller, parent or base, or one of them followed by /<path> (no ..)"
+
 func validCgroupRef(s string) bool {
-	if s == "caller" || s == "parent" {
-		return true
+	root, rest, sub := strings.Cut(s, "/")
+	if root != "caller" && root != "parent" && root != "base" {
+		return false
 	}
-	rest, ok := strings.CutPrefix(s, "caller/")
-	if !ok {
-		rest, ok = strings.CutPrefix(s, "parent/")
-	}
-	return ok && rest != "" && !strings.Contains("/"+rest+"/", "/../")
+	return !sub || rest != "" && !strings.Contains("/"+rest+"/", "/../")
 }
 
 // checkSpecFragment rejects fragments with fields runtime-spec does not
 // know, so a misspelt key is an error instead of a silently ignored line.
 func checkSpecFragment(raw json.RawMessage) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var s specs.Spec
-	if err := dec.Decode(&s); err != nil {
+	if err := decodeStrict(raw, &specs.Spec{}); err != nil {
 		return fmt.Errorf("not a runtime-spec fragment: %w", err)
 	}
 	return nil
+}
+
+// decodeStrict decodes JSON into v, refusing unknown fields.
+func decodeStrict(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // ContainerID is the sandbox's ID before the run token is added.
@@ -1181,15 +1199,9 @@ func (d *Divergence) Covers(runtime string, m mode.Cgroup, context, step string)
 	return d.AppliesTo(runtime, m, context) && (len(d.Steps) == 0 || slices.Contains(d.Steps, step))
 }
 
-var unknownFieldRE = regexp.MustCompile(`unknown field "([^"]+)"`)
-
 // fieldLines maps every field path of a YAML document ("steps[2].check",
 // "sandboxes[0].spec.linux") to the line it starts on.
-func fieldLines(b []byte) (map[string]int, error) {
-	var doc yamlv3.Node
-	if err := yamlv3.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("not YAML: %w", err)
-	}
+func fieldLines(doc *yamlv3.Node) map[string]int {
 	out := map[string]int{}
 	var walk func(n *yamlv3.Node, path string)
 	walk = func(n *yamlv3.Node, path string) {
@@ -1200,10 +1212,7 @@ func fieldLines(b []byte) (map[string]int, error) {
 			}
 		case yamlv3.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				p := n.Content[i].Value
-				if path != "" {
-					p = path + "." + p
-				}
+				p := fieldPath(path, n.Content[i].Value)
 				out[p] = n.Content[i].Line
 				walk(n.Content[i+1], p)
 			}
@@ -1215,22 +1224,109 @@ func fieldLines(b []byte) (map[string]int, error) {
 			}
 		}
 	}
-	walk(&doc, "")
-	return out, nil
+	walk(doc, "")
+	return out
 }
 
-// unknownField finds the first field path whose last element is name (the
-// decoder names an unknown field, not where it is).
-func unknownField(lines map[string]int, name string) string {
-	best, bestLine := "", 0
-	for p, n := range lines {
-		last := p
-		if i := strings.LastIndexAny(p, ".]"); i >= 0 {
-			last = p[i+1:]
+func fieldPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// fragments are the fields that hold runtime-spec JSON, by the struct that
+// holds them, and the runtime-spec type each must be.
+var fragments = map[reflect.Type]map[string]reflect.Type{
+	reflect.TypeFor[Sandbox](): {"spec": reflect.TypeFor[specs.Spec]()},
+	reflect.TypeFor[Step]():    {"resources": reflect.TypeFor[specs.LinuxResources]()},
+}
+
+var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// unknownKey returns a FieldError for the first key of the YAML node n, in
+// document order, that the type t has no JSON field for. The decoder only
+// names an unknown key, not where it is: the same name may be valid earlier
+// in the file (a spec's "limit" before a step's), so the schema is walked
+// here to blame the right line and path. spec is set inside runtime-spec
+// fragments, to say whose names those are.
+func unknownKey(n *yamlv3.Node, t reflect.Type, path, spec string) *FieldError {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yamlv3.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind == yamlv3.DocumentNode {
+		for _, c := range n.Content {
+			if err := unknownKey(c, t, path, spec); err != nil {
+				return err
+			}
 		}
-		if last == name && (best == "" || n < bestLine) {
-			best, bestLine = p, n
+		return nil
+	}
+	if reflect.PointerTo(t).Implements(unmarshaler) {
+		return nil // a leaf such as Duration; its decoder checks it
+	}
+	switch {
+	case t.Kind() == reflect.Struct && n.Kind == yamlv3.MappingNode:
+		names, types := jsonFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			p := fieldPath(path, k)
+			ft, ok := types[k]
+			if !ok {
+				return &FieldError{Field: p, Msg: fmt.Sprintf("unknown field %q (%sknown: %s)", k, spec, strings.Join(names, ", "))}
+			}
+			s := spec
+			if f, ok := fragments[t][k]; ok {
+				ft, s = f, "runtime-spec's JSON names; "
+			}
+			if err := unknownKey(n.Content[i+1], ft, p, s); err != nil {
+				return err
+			}
+		}
+	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && n.Kind == yamlv3.SequenceNode:
+		for i, c := range n.Content {
+			if err := unknownKey(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), spec); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Map && n.Kind == yamlv3.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := unknownKey(n.Content[i+1], t.Elem(), fieldPath(path, n.Content[i].Value), spec); err != nil {
+				return err
+			}
 		}
 	}
-	return best
+	// Anything else is a type mismatch, which the decoder reports.
+	return nil
+}
+
+// jsonFields lists the JSON names of struct t's fields, in order, and
+// their types (the fields of untagged embedded structs included, as
+// encoding/json promotes them).
+func jsonFields(t reflect.Type) ([]string, map[string]reflect.Type) {
+	var names []string
+	types := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case tag == "-" || !f.IsExported() && !f.Anonymous:
+			continue
+		case f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct:
+			n, ts := jsonFields(f.Type)
+			names = append(names, n...)
+			for k, v := range ts {
+				types[k] = v
+			}
+			continue
+		case tag == "":
+			tag = f.Name
+		}
+		names = append(names, tag)
+		types[tag] = f.Type
+	}
+	return names, types
 }

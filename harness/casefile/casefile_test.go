@@ -33,6 +33,18 @@ divergences:
   - {runtime: runsc-stock, reason: because, steps: [placed]}
 `
 
+// The checks on cgroup references parse (issue 28 item 3).
+func TestParseExistsAbsent(t *testing.T) {
+	src := strings.Replace(good, "  - {do: delete-force, sandbox: a,", "  - {id: kept, do: check, check: {exists: \"base/x-${token}\"}}\n  - {id: gone, do: check, check: {absent: \"parent/x-${token}/y\"}}\n  - {do: delete-force, sandbox: a,", 1)
+	c, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Steps[2].Check.Exists + " " + c.Steps[3].Check.Absent; got != "base/x-${token} parent/x-${token}/y" {
+		t.Errorf("exists, absent = %q", got)
+	}
+}
+
 func TestParseGood(t *testing.T) {
 	c, err := Parse([]byte(good))
 	if err != nil {
@@ -87,13 +99,13 @@ func TestParseBad(t *testing.T) {
 		{"bad action", "{do: run, sandbox: a}|{do: fly, sandbox: a}", "steps[0].do: unknown action"},
 		{"unknown sandbox", "{do: run, sandbox: a}|{do: run, sandbox: zz}", `steps[0].sandbox: "zz" is not a sandbox`},
 		{"bad relation", "relation: beneath|relation: under", "steps[1].check.placement.relation: unknown relation"},
-		{"spec typo", "linux: {cgroupsPath:|linux: {cgroupPath:", `sandboxes[0].spec: not a runtime-spec fragment: json: unknown field "cgroupPath"`},
+		{"spec typo", "linux: {cgroupsPath:|linux: {cgroupPath:", `:13: sandboxes[0].spec.linux.cgroupPath: unknown field "cgroupPath"`},
 		{"same id same root", "root: r2}|root: r1}", `sandboxes[1].id: "pause" is already used in root "r1"`},
 		{"divergence for patched", "runtime: runsc-stock|runtime: runsc-patched", "divergences[0].runtime: runsc-patched must meet every expectation"},
 		{"divergence without reason", "reason: because|reason: \"\"", "divergences[0].reason: missing"},
 		{"divergence unknown step", "steps: [placed]|steps: [nope]", `divergences[0].steps[0]: no step with id "nope"`},
 		{"bad duration", "within: 1.5s|within: soon", "time: invalid duration"},
-		{"unknown field has a line", "sandboxes:|sandbxes:", `:7: decoding case: error unmarshaling JSON: while decoding JSON: json: unknown field "sandbxes"`},
+		{"unknown field has a line", "sandboxes:|sandbxes:", `:7: sandbxes: unknown field "sandbxes" (known: name, purpose,`},
 		{"bad option", "options: [nested-cgroups]|options: [turbo]", "sandboxes[0].options[0]: unknown option"},
 		{"two assertions", "check: {placement:|check: {nothingLeft: true, placement:", "steps[1].check: set exactly one assertion"},
 		{"relative path without token", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "x/y"`, "sandboxes[0].spec.linux.cgroupsPath: \"x/y\": the first element"},
@@ -120,6 +132,19 @@ func TestParseBad(t *testing.T) {
 		{"table with steps", "contexts: [host, container]|contexts: [host, container]\ninputs:\n  - {name: dot, path: \"x-${token}\", expect: refused}", "steps: a table case (inputs) runs the table protocol"},
 		{"kill window backwards", "{do: run, sandbox: a}|{do: create, sandbox: a, kill: {min: 2s, max: 1s}}", "steps[0].kill: set after, or min < max"},
 		{"join an unknown process", "{do: run, sandbox: a}|{do: join, sandbox: a, process: ghost}", `steps[0].process: "ghost" is not a process of the case's setup`},
+		{"variable typo in a check's cgroup", "check: {placement: {sandbox: a, relation: beneath, path: x}}|check: {file: {cgroup: \"caller/p-${tokn}\", name: pids.max, equals: \"1\"}}", "steps[1].check.file.cgroup: unknown variable ${tokn}"},
+		{"id in a cgroup reference", "check: {placement: {sandbox: a, relation: beneath, path: x}}|check: {file: {cgroup: \"caller/p-${token}/${id}\", name: pids.max, equals: \"1\"}}", "steps[1].check.file.cgroup: unknown variable ${id} (known here: ${token}): a cgroup reference"},
+		{"id in a write without a sandbox", "{do: run, sandbox: a}|{do: write, write: {cgroup: caller, file: pids.max, value: \"${id}\"}}", "steps[0].write.value: unknown variable ${id}"},
+		{"unclosed variable", "{do: run, sandbox: a}|{do: exec, sandbox: a, args: [\"${token\"]}", `steps[0].args[0]: "${token": a "${" without its "}"`},
+		{"variable in a setup reference", "contexts: [host, container]|contexts: [host, container]\nsetup:\n  - {do: mkdir, cgroup: \"caller/${caller}\"}", "setup[0].cgroup: unknown variable ${caller}"},
+		{"exists takes a reference", "check: {placement: {sandbox: a, relation: beneath, path: x}}|check: {exists: /sys/fs/cgroup}", `steps[1].check.exists: "/sys/fs/cgroup" must be caller, parent or base`},
+		{"absent knows the token only", "check: {placement: {sandbox: a, relation: beneath, path: x}}|check: {absent: \"base/p-${token}/${id}\"}", "steps[1].check.absent: unknown variable ${id} (known here: ${token})"},
+		{"exists and absent at once", "check: {placement: {sandbox: a, relation: beneath, path: x}}|check: {exists: base, absent: base/x}", "steps[1].check: set exactly one assertion (got 2)"},
+		{"update without resources", "{do: run, sandbox: a}|{do: update, sandbox: a}", "steps[0].resources: update needs resources: {...}"},
+		{"resources on run", "{do: run, sandbox: a}|{do: run, sandbox: a, resources: {pids: {limit: 1}}}", "steps[0].resources: update needs resources: {...} (a runtime-spec linux.resources fragment), and only it takes them"},
+		{"resources typo", "{do: run, sandbox: a}|{do: update, sandbox: a, resources: {pids: {limt: 1}}}", `:16: steps[0].resources.pids.limt: unknown field "limt" (runtime-spec's JSON names; known: limit)`},
+		{"resources wrong type", "{do: run, sandbox: a}|{do: update, sandbox: a, resources: {pids: {limit: lots}}}", `steps[0].resources: not a runtime-spec linux.resources fragment`},
+		{"resources variable typo", "{do: run, sandbox: a}|{do: update, sandbox: a, resources: {unified: {x: \"${tokn}\"}}}", "steps[0].resources: unknown variable ${tokn}"},
 		{"setup outside the case", "contexts: [host, container]|contexts: [host, container]\nsetup:\n  - {do: mkdir, cgroup: /sys}", `setup[0].cgroup: "/sys" must be caller, parent`},
 		{"setup chown without owner", "contexts: [host, container]|contexts: [host, container]\nsetup:\n  - {do: chown, cgroup: caller/x}", "setup[0].owner: chown needs owner"},
 		{"setup bad owner", "contexts: [host, container]|contexts: [host, container]\nsetup:\n  - {do: chown, cgroup: caller/x, owner: nobody}", `setup[0].owner: "nobody" must be uid:gid`},
@@ -141,6 +166,33 @@ func TestParseBad(t *testing.T) {
 				}
 				return
 			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Parse error = %v, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// An unknown field is reported where it is, with its whole path, even when
+// a valid field of the same name comes earlier (issue 28: "limit" on a step
+// was reported at the spec's memory limit, without the steps[N]. path).
+func TestUnknownFieldWhereItIs(t *testing.T) {
+	for _, tc := range []struct{ name, edit, wantErr string }{
+		{"on a step, named like a spec field", "{do: run, sandbox: a}|{do: run, sandbox: a, cgroupsPath: x}",
+			`:16: steps[0].cgroupsPath: unknown field "cgroupsPath" (known: id, do, sandbox,`},
+		{"in a check", "check: {placement: {sandbox: a,|check: {placement: {sandbox: a, sandboxes: [a],",
+			`:17: steps[1].check.placement.sandboxes: unknown field "sandboxes"`},
+		{"in a spec fragment", "linux: {cgroupsPath:|linux: {cgroupPath:",
+			`:13: sandboxes[0].spec.linux.cgroupPath: unknown field "cgroupPath" (runtime-spec's JSON names; known: `},
+		{"at the top", "name: good-case|name: good-case\nnmae: x", `:3: nmae: unknown field "nmae"`},
+		{"in a divergence", "reason: because|reason: because, mode: [v2]", `:20: divergences[0].mode: unknown field "mode"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, nw, _ := strings.Cut(tc.edit, "|")
+			if !strings.Contains(good, old) {
+				t.Fatalf("fixture lacks %q", old)
+			}
+			_, err := Parse([]byte(strings.Replace(good, old, nw, 1)))
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Parse error = %v, want it to contain %q", err, tc.wantErr)
 			}
@@ -214,6 +266,42 @@ func TestRepositoryCases(t *testing.T) {
 		if want := c.Name + ".yaml"; filepath.Base(c.File) != want {
 			t.Errorf("%s holds case %q: name the file %s", c.File, c.Name, want)
 		}
+	}
+}
+
+// Every YAML example of cases/README.md is a case file of cases/, whole
+// ("# cases/x.yaml") or a run of its lines ("# cases/x.yaml (excerpt)"),
+// so that -validate checks it and the conformance run executes it: an
+// example cannot drift from what runs (issue 28).
+func TestReadmeExamples(t *testing.T) {
+	b, err := os.ReadFile("../../cases/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadDir("../../cases"); err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(b), "```yaml\n")[1:]
+	if len(blocks) == 0 {
+		t.Fatal("no YAML example in cases/README.md")
+	}
+	for i, blk := range blocks {
+		blk, _, _ = strings.Cut(blk, "```")
+		head, body, _ := strings.Cut(blk, "\n")
+		name, excerpt := strings.CutSuffix(strings.TrimPrefix(head, "# "), " (excerpt)")
+		if !strings.HasPrefix(name, "cases/") || !strings.HasSuffix(name, ".yaml") {
+			t.Errorf("example %d: first line %q, want \"# cases/<name>.yaml\" (and \" (excerpt)\" for a run of its lines)", i+1, head)
+			continue
+		}
+		file, err := os.ReadFile("../../" + name)
+		if err != nil {
+			t.Errorf("example %d: %v", i+1, err)
+			continue
+		}
+		if excerpt && !strings.HasPrefix(body, "\n") && (strings.HasPrefix(string(file), body) || strings.Contains(string(file), "\n"+body)) || !excerpt && body == string(file) {
+			continue
+		}
+		t.Errorf("example %d is not %s%s:\n%s", i+1, map[bool]string{true: "a run of the lines of ", false: "all of "}[excerpt], name, body)
 	}
 }
 

@@ -237,26 +237,29 @@ func (h *Host) Managed() []Hierarchy {
 	return out
 }
 
-// ForFile returns the hierarchy a cgroup file lives in: the unified one on
-// v2, else the v1 hierarchy whose controller prefixes the name
-// ("memory.limit_in_bytes" -> memory), else the first managed one.
-func (h *Host) ForFile(name string) (Hierarchy, error) {
+// ForFile returns the hierarchies a cgroup file is in: the unified one on
+// v2; on v1 the hierarchy of the controller that prefixes the name
+// ("memory.limit_in_bytes" -> memory), or every managed hierarchy for a
+// file of the cgroup core (cgroup.procs, tasks, notify_on_release), which
+// each of them has.
+func (h *Host) ForFile(name string) ([]Hierarchy, error) {
 	m := h.Managed()
 	if len(m) == 0 {
-		return Hierarchy{}, fmt.Errorf("no managed hierarchy")
+		return nil, fmt.Errorf("no managed hierarchy")
 	}
 	if h.Mode == mode.V2 {
-		return m[0], nil
+		return m[:1], nil
 	}
-	prefix, _, _ := strings.Cut(name, ".")
+	prefix, _, dotted := strings.Cut(name, ".")
+	if prefix == "cgroup" || !dotted {
+		return m, nil
+	}
 	for _, x := range m {
-		for _, c := range x.Controllers() {
-			if c == prefix {
-				return x, nil
-			}
+		if contains(x.Controllers(), prefix) {
+			return []Hierarchy{x}, nil
 		}
 	}
-	return m[0], nil
+	return nil, fmt.Errorf("%s: no v1 hierarchy has the controller %q (on v1 a file's prefix picks its hierarchy)", name, prefix)
 }
 
 // Tree manages cgroups below one root, in every hierarchy.

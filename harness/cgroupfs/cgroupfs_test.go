@@ -99,11 +99,24 @@ func TestManagedAndForFile(t *testing.T) {
 	if diff := cmp.Diff([]string{"cpu", "cpuacct", "memory"}, names); diff != "" {
 		t.Errorf("managed (-want +got):\n%s", diff)
 	}
-	for file, want := range map[string]string{"memory.limit_in_bytes": "memory", "cpu.cfs_quota_us": "cpu", "cpuacct.usage": "cpuacct", "cgroup.procs": "cpu"} {
+	// A controller's file is in its hierarchy; a file of the cgroup core
+	// is in each of them (issue 28: cgroup.procs read the first one only).
+	for file, want := range map[string]string{"memory.limit_in_bytes": "memory", "cpu.cfs_quota_us": "cpu", "cpuacct.usage": "cpuacct", "cgroup.procs": "cpu cpuacct memory", "tasks": "cpu cpuacct memory", "notify_on_release": "cpu cpuacct memory"} {
 		got, err := h.ForFile(file)
-		if err != nil || got.Name() != want {
-			t.Errorf("ForFile(%q) = %q, %v; want %q", file, got.Name(), err, want)
+		var names []string
+		for _, x := range got {
+			names = append(names, x.Name())
 		}
+		if err != nil || strings.Join(names, " ") != want {
+			t.Errorf("ForFile(%q) = %q, %v; want %q", file, names, err, want)
+		}
+	}
+	if _, err := h.ForFile("io.max"); err == nil || !strings.Contains(err.Error(), `no v1 hierarchy has the controller "io"`) {
+		t.Errorf("ForFile(io.max) on a v1 host: %v, want no hierarchy", err)
+	}
+	v2 := &Host{Mode: mode.V2, Hierarchies: []Hierarchy{{Mount: "/u", V2: true}}}
+	if got, err := v2.ForFile("io.max"); err != nil || len(got) != 1 || !got[0].V2 {
+		t.Errorf("ForFile(io.max) on v2 = %v, %v; want the unified hierarchy", got, err)
 	}
 }
 

@@ -57,6 +57,11 @@ func under(p, dir string) bool {
 // kernel has, so this shows there, not on hosts without these mounts.
 var mayStayWithCaller = map[string]bool{"perf_event": true, "rdma": true, "misc": true}
 
+// Optional reports whether no runtime need manage the v1 hierarchy key (see
+// mayStayWithCaller): a check that wants a cgroup in every managed
+// hierarchy leaves it out.
+func Optional(key string) bool { return mayStayWithCaller[key] }
+
 // Placement checks every process (of the given roles; all if empty) in
 // every hierarchy key. names maps keys to readable hierarchy names. It
 // returns "" when all match, else a message and a go-cmp diff of

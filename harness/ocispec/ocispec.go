@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -57,11 +56,12 @@ func Base(rootfs string) *specs.Spec {
 
 var defaultCaps = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_NET_BIND_SERVICE"}
 
-// Merge applies fragment onto base: objects merge key by key, everything
-// else (arrays included) replaces; a JSON null deletes the key. Strings in
-// the fragment have ${name} replaced from vars. The result is decoded back
-// into runtime-spec's types, so a fragment cannot smuggle in unknown fields.
-func Merge(base *specs.Spec, fragment json.RawMessage, vars map[string]string) (*specs.Spec, error) {
+// Merge applies fragment (its variables already expanded: casefile's
+// Sandbox.Expanded) onto base: objects merge key by key, everything else
+// (arrays included) replaces; a JSON null deletes the key. The result is
+// decoded back into runtime-spec's types, so a fragment cannot smuggle in
+// unknown fields.
+func Merge(base *specs.Spec, fragment json.RawMessage) (*specs.Spec, error) {
 	b, err := json.Marshal(base)
 	if err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func Merge(base *specs.Spec, fragment json.RawMessage, vars map[string]string) (
 		if !ok && src != nil {
 			return nil, fmt.Errorf("spec fragment must be an object, got %T", src)
 		}
-		mergeMaps(dst, Substitute(srcMap, vars).(map[string]any))
+		mergeMaps(dst, srcMap)
 	}
 	out, err := json.Marshal(dst)
 	if err != nil {
@@ -108,38 +108,6 @@ func mergeMaps(dst, src map[string]any) {
 		}
 		dst[k] = v
 	}
-}
-
-// Substitute replaces ${name} in every string of v (a decoded JSON value).
-func Substitute(v any, vars map[string]string) any {
-	switch x := v.(type) {
-	case string:
-		return Expand(x, vars)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = Substitute(e, vars)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = Substitute(e, vars)
-		}
-		return out
-	}
-	return v
-}
-
-// Expand replaces ${name} in s from vars; unknown names stay as they are.
-func Expand(s string, vars map[string]string) string {
-	if !strings.Contains(s, "${") {
-		return s
-	}
-	for k, v := range vars {
-		s = strings.ReplaceAll(s, "${"+k+"}", v)
-	}
-	return s
 }
 
 // WriteBundle writes config.json for s into dir.

@@ -16,7 +16,6 @@ func TestMerge(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		fragment string
-		vars     map[string]string
 		check    func(*specs.Spec) any
 		want     any
 	}{
@@ -39,13 +38,6 @@ func TestMerge(t *testing.T) {
 			want:     0,
 		},
 		{
-			name:     "variables expand in nested strings",
-			fragment: `{"root": {"path": "/x/${token}"}, "linux": {"cgroupsPath": "${caseroot}/${id}"}}`,
-			vars:     map[string]string{"token": "T", "caseroot": "/r", "id": "c1"},
-			check:    func(s *specs.Spec) any { return []string{s.Root.Path, s.Linux.CgroupsPath} },
-			want:     []string{"/x/T", "/r/c1"},
-		},
-		{
 			name:     "resources decode into runtime-spec types",
 			fragment: `{"linux": {"resources": {"memory": {"limit": 268435456}, "pids": {"limit": -1}}}}`,
 			check:    func(s *specs.Spec) any { return []any{s.Linux.Resources.Memory.Limit, s.Linux.Resources.Pids.Limit} },
@@ -53,7 +45,7 @@ func TestMerge(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Merge(Base("/rootfs"), json.RawMessage(tc.fragment), tc.vars)
+			got, err := Merge(Base("/rootfs"), json.RawMessage(tc.fragment))
 			if err != nil {
 				t.Fatalf("Merge: %v", err)
 			}
@@ -66,7 +58,7 @@ func TestMerge(t *testing.T) {
 
 func TestMergeLeavesBaseAlone(t *testing.T) {
 	base := Base("/rootfs")
-	if _, err := Merge(base, json.RawMessage(`{"hostname": "other"}`), nil); err != nil {
+	if _, err := Merge(base, json.RawMessage(`{"hostname": "other"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if base.Hostname != "cgconform" {
@@ -75,7 +67,7 @@ func TestMergeLeavesBaseAlone(t *testing.T) {
 }
 
 func TestMergeRejectsNonObject(t *testing.T) {
-	if _, err := Merge(Base("/r"), json.RawMessage(`[1]`), nil); err == nil {
+	if _, err := Merge(Base("/r"), json.RawMessage(`[1]`)); err == nil {
 		t.Fatal("Merge of an array fragment succeeded")
 	}
 }
@@ -110,7 +102,7 @@ func TestBuildRootfsAndBundle(t *testing.T) {
 }
 
 func TestMergeRefusesUnknownFields(t *testing.T) {
-	_, err := Merge(Base("/r"), json.RawMessage(`{"linux": {"cgroupPath": "typo"}}`), nil)
+	_, err := Merge(Base("/r"), json.RawMessage(`{"linux": {"cgroupPath": "typo"}}`))
 	if err == nil || !strings.Contains(err.Error(), `unknown field "cgroupPath"`) {
 		t.Errorf("Merge = %v, want an unknown-field error", err)
 	}

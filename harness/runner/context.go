@@ -365,11 +365,11 @@ func (r *Runner) makeInstances(cs *caseState) error {
 			if err := os.MkdirAll(in.root, 0o700); err != nil {
 				return err
 			}
-			vars := map[string]string{"id": id}
-			for k, v := range cs.vars {
-				vars[k] = v
+			esb, err := sb.Expanded(cs.vals(in))
+			if err != nil {
+				return fmt.Errorf("%s: sandboxes %s: %w", cs.c.File, sb.Name, err)
 			}
-			spec, err := ocispec.Merge(ocispec.Base(r.rootfs), sb.Spec, vars)
+			spec, err := ocispec.Merge(ocispec.Base(r.rootfs), esb.Spec)
 			if err != nil {
 				return fmt.Errorf("%s: sandboxes %s: %w", cs.c.File, sb.Name, err)
 			}

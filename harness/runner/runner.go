@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -594,6 +595,16 @@ type caseState struct {
 	vars      map[string]string
 }
 
+// vals are the values of the variables in a text about instance in (nil:
+// about no one sandbox): the case's, and the instance's ${id}.
+func (cs *caseState) vals(in *instance) map[string]string {
+	out := maps.Clone(cs.vars)
+	if in != nil {
+		out["id"] = in.id
+	}
+	return out
+}
+
 func (cs *caseState) nextLog() int {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -787,8 +798,15 @@ func (r *Runner) runTrial(parent context.Context, cs *caseState) {
 
 // refusal detects a runtime refusing the host outright.
 func (r *Runner) refusal(cs *caseState) string {
+	outputs := make([]string, 0, len(cs.res.Steps))
 	for _, s := range cs.res.Steps {
-		if why := KnownRefusal(cs.rt.Kind, s.Output); why != "" {
+		outputs = append(outputs, s.Output)
+	}
+	for _, in := range cs.res.Inputs {
+		outputs = append(outputs, in.Evidence...) // a table case's commands
+	}
+	for _, o := range outputs {
+		if why := KnownRefusal(cs.rt.Kind, o); why != "" {
 			return why
 		}
 	}

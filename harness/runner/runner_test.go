@@ -45,10 +45,18 @@ func TestCommands(t *testing.T) {
 		{"runc systemd", Runtime{Kind: "runc"}, []string{"systemd-cgroup"}, "start", []string{"--root", "/r", "--systemd-cgroup", "start", "id"}, 0},
 		{"crun systemd", Runtime{Kind: "crun"}, []string{"systemd-cgroup"}, "kill", []string{"--root", "/r", "--cgroup-manager=systemd", "kill", "id", "KILL"}, 0},
 		{"runc has no nested mode", Runtime{Kind: "runc"}, []string{"nested-cgroups"}, "state", []string{"--root", "/r", "state", "id"}, 1},
+		// Each runtime's own update, reading the fragment from a file.
+		{"runsc update", Runtime{Kind: "runsc"}, nil, "update", []string{"--root", "/r", "--network=none", "--debug-log=/l/", "update", "--resources", "/b/update.json", "id"}, 0},
+		{"runc update", Runtime{Kind: "runc"}, nil, "update", []string{"--root", "/r", "update", "--resources", "/b/update.json", "id"}, 0},
+		{"crun update", Runtime{Kind: "crun"}, nil, "update", []string{"--root", "/r", "update", "--resources", "/b/update.json", "id"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			global, notes := tc.rt.GlobalFlags("/r", "/l", tc.options)
-			got := tc.rt.Command(global, tc.action, "id", "/b", nil, "")
+			var args []string
+			if tc.action == "update" {
+				args = []string{"/b/update.json"}
+			}
+			got := tc.rt.Command(global, tc.action, "id", "/b", args, "")
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -65,6 +73,17 @@ func TestKnownRefusal(t *testing.T) {
 	}
 	if KnownRefusal("runc", "cgroups in hybrid mode not supported") != "" {
 		t.Error("refusal attributed to the wrong runtime")
+	}
+}
+
+// A table case records its commands' output as input evidence, not as
+// steps: a runtime refusing the host there is a skip too, not a failure of
+// every input (crun on a hybrid host, when the table case runs alone).
+func TestRefusalInTable(t *testing.T) {
+	res := &report.Result{Inputs: []report.Input{{Input: "", Category: report.Refused, Evidence: []string{"create exited 1 in 0.03s: cgroups in hybrid mode not supported, drop all controllers from cgroupv2"}}}}
+	r := &Runner{}
+	if why := r.refusal(&caseState{rt: Runtime{Kind: "crun"}, res: res}); why == "" {
+		t.Error("crun's hybrid refusal in a table input not recognised")
 	}
 }
 

@@ -146,7 +146,8 @@ func (r *Runtime) GlobalFlags(root, logs string, options []string) (flags []stri
 	return flags, notes
 }
 
-// Command returns argv (without the binary) for action on id.
+// Command returns argv (without the binary) for action on id. args are
+// exec's command, or update's one resources file.
 func (r *Runtime) Command(global []string, action, id, bundle string, args []string, signal string) []string {
 	c := append([]string(nil), global...)
 	switch action {
@@ -168,6 +169,9 @@ func (r *Runtime) Command(global []string, action, id, bundle string, args []str
 		c = append(c, "delete", id)
 	case "delete-force":
 		c = append(c, "delete", "--force", id)
+	case "update":
+		// runsc, runc and crun all read a linux.resources JSON file.
+		c = append(c, "update", "--resources", args[0], id)
 	default:
 		panic("unknown runtime action " + action)
 	}

@@ -116,6 +116,19 @@ func fakeRuntime(kind string, args []string) int {
 		}
 		fmt.Printf(`{"ociVersion":"1.0.2","id":%q,"status":%q,"pid":%d}`+"\n", id, status, st.Pid)
 		return 0
+	case "update":
+		// Shows what it was handed: the resources file's content.
+		if len(rest) != 3 || rest[0] != "--resources" {
+			fmt.Fprintln(os.Stderr, "fake runtime: want update --resources FILE ID")
+			return 2
+		}
+		b, err := os.ReadFile(rest[1])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Printf("%s\n", b)
+		return 0
 	case "kill":
 		if known {
 			_ = syscall.Kill(st.Pid, syscall.SIGKILL)
@@ -375,6 +388,40 @@ func TestSelfTestTable(t *testing.T) {
 		case "runc-refuse":
 			if strings.Join(cats, ",") != "refused,refused" || !failed["input-fine"] || failed["input-bad"] {
 				t.Errorf("runc-refuse: categories %v, failures %+v", cats, res.Failures)
+			}
+		}
+	}
+	assertNoTestRootLeft(t, rep.RunID)
+}
+
+const updateCase = `
+name: update
+purpose: the update step hands the runtime's own update its resources fragment, expanded, as a file
+source: harness self-test
+requires: [root]
+sandboxes:
+  - name: a
+steps:
+  - {do: run, sandbox: a}
+  - {id: update, do: update, sandbox: a, resources: {pids: {limit: 100}, unified: {x: "${token}"}}, expect: {output: '"pids":{"limit":100}'}}
+  - {id: expanded, do: update, sandbox: a, resources: {unified: {x: "${id}"}}, expect: {output: '"unified":{"x":"${id}"}'}}
+  - {do: delete-force, sandbox: a}
+  - {id: nothing-left, do: check, check: {nothingLeft: true}}
+`
+
+// TestSelfTestUpdate: the update step runs the runtime's update with the
+// step's fragment, its variables expanded (issue 28 item 4).
+func TestSelfTestUpdate(t *testing.T) {
+	busybox := "/usr/bin/busybox"
+	roottest.Require(t, busybox)
+	rep := runSelfTest(t, updateCase, busybox, "runc-right")
+	for _, res := range rep.Results {
+		if res.Outcome != report.Pass {
+			t.Errorf("%s: outcome %s, failures %+v", res.Runtime, res.Outcome, res.Failures)
+		}
+		for _, s := range res.Steps {
+			if s.ID == "expanded" && !strings.Contains(s.Output, rep.RunID+"-a") {
+				t.Errorf("${id} not expanded in the fragment: %q", s.Output)
 			}
 		}
 	}

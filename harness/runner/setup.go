@@ -6,10 +6,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 )
 
 // setup makes a case's preconditions (cases/README.md, "setup") before the
@@ -28,6 +30,10 @@ func (r *Runner) setupCase(ctx context.Context, cs *caseState, items []casefile.
 }
 
 func (r *Runner) setupItem(ctx context.Context, cs *caseState, it casefile.Setup) error {
+	it, err := it.Expanded(cs.vals(nil))
+	if err != nil {
+		return err
+	}
 	dirs, err := r.cgroupDirs(cs, it.Cgroup)
 	if err != nil {
 		return err
@@ -73,17 +79,16 @@ type cgroupDir struct {
 }
 
 // cgroupDirs resolves a case's cgroup reference (caller, parent,
-// caller/<path>, parent/<path>; ${token} expanded) in every hierarchy. It
-// refuses anything outside the case's own cgroup.
+// caller/<path>, parent/<path>; expanded) in every hierarchy. It refuses
+// anything outside the case's own cgroup.
 func (r *Runner) cgroupDirs(cs *caseState, ref string) ([]cgroupDir, error) {
-	ref = strings.ReplaceAll(ref, "${token}", r.token)
 	var out []cgroupDir
 	for _, h := range r.host.Hierarchies {
 		c, ok := cs.caller[h.Key]
 		if !ok {
 			continue
 		}
-		rel := resolveRef(c, ref)
+		rel := r.resolveRef(c, ref)
 		if !cgroupfs.IsUnder(rel, cs.root) || rel == cs.root {
 			return nil, fmt.Errorf("%s is %s in %s, outside the case's cgroup %s: a setup or write only touches the case's own cgroups", ref, rel, h.Name(), cs.root)
 		}
@@ -95,18 +100,17 @@ func (r *Runner) cgroupDirs(cs *caseState, ref string) ([]cgroupDir, error) {
 	return out, nil
 }
 
-// resolveRef turns caller, parent, caller/x or parent/x into a cgroup path
-// given the caller's cgroup.
-func resolveRef(caller, ref string) string {
-	switch {
-	case ref == "caller":
-		return caller
-	case ref == "parent":
-		return path.Dir(caller)
-	case strings.HasPrefix(ref, "parent/"):
-		return path.Join(path.Dir(caller), strings.TrimPrefix(ref, "parent/"))
+// resolveRef turns a cgroup reference into a path given the caller's
+// cgroup C: caller is C, parent is C's parent, base is where a relative
+// cgroupsPath lands by default (as relation base: C on v1 and hybrid hosts,
+// C's parent on v2); each may be followed by /<path>.
+func (r *Runner) resolveRef(caller, ref string) string {
+	root, rest, _ := strings.Cut(ref, "/")
+	dir := caller
+	if root == "parent" || root == "base" && r.host.Mode == mode.V2 {
+		dir = path.Dir(caller)
 	}
-	return path.Join(caller, strings.TrimPrefix(ref, "caller/"))
+	return path.Join(dir, rest)
 }
 
 // chownCgroup gives a cgroup directory and its files to uid:gid, as a
@@ -129,19 +133,24 @@ func chownCgroup(dir string, uid, gid int) error {
 	return nil
 }
 
-// writeIn writes value into file of the one cgroup of dirs in the
-// hierarchy the file's name picks (its controller prefix on v1).
+// writeIn writes value into file of the cgroups of dirs in the hierarchies
+// the file is in (cgroupfs.ForFile: its controller's on v1, or each for a
+// file of the cgroup core).
 func (r *Runner) writeIn(dirs []cgroupDir, file, value string) error {
-	h, err := r.host.ForFile(file)
+	hs, err := r.host.ForFile(file)
 	if err != nil {
 		return err
 	}
-	for _, d := range dirs {
-		if d.h.Key == h.Key {
-			return writeCgroupFile(d.h, d.rel, file, value)
+	for _, h := range hs {
+		i := slices.IndexFunc(dirs, func(d cgroupDir) bool { return d.h.Key == h.Key })
+		if i < 0 {
+			return fmt.Errorf("no %s hierarchy for %s", h.Name(), file)
+		}
+		if err := writeCgroupFile(dirs[i].h, dirs[i].rel, file, value); err != nil {
+			return err
 		}
 	}
-	return fmt.Errorf("no %s hierarchy for %s", h.Name(), file)
+	return nil
 }
 
 func writeCgroupFile(h cgroupfs.Hierarchy, rel, file, value string) error {

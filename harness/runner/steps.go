@@ -52,7 +52,7 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 	t0 := time.Now()
 	var recs []report.Step
 	switch st.Do {
-	case "create", "start", "run", "exec", "kill", "delete", "delete-force", "state":
+	case "create", "start", "run", "exec", "kill", "delete", "delete-force", "state", "update":
 		recs = r.forInstances(ctx, cs, st, r.commandStep)
 	case "kill-sandbox", "kill-gofer":
 		recs = r.forInstances(ctx, cs, st, r.killStep)
@@ -68,7 +68,11 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		recs = r.forInstances(ctx, cs, st, r.burnStep)
 	case "write":
 		rec := report.Step{ID: st.ID, Do: st.Do}
-		if err := r.writeStep(cs, st.Write); err != nil {
+		est, err := st.Expanded(cs.vals(nil))
+		if err == nil {
+			err = r.writeStep(cs, est.Write)
+		}
+		if err != nil {
 			cs.fail(st.ID, err.Error(), "")
 			rec.Error = err.Error()
 		}
@@ -82,12 +86,7 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		}
 		recs = []report.Step{{ID: st.ID, Do: st.Do}}
 	case "check":
-		rec := report.Step{ID: st.ID, Do: st.Do}
-		if msg, diff := r.check(ctx, cs, st.Check); msg != "" {
-			cs.fail(st.ID, msg, diff)
-			rec.Error = msg
-		}
-		recs = []report.Step{rec}
+		recs = []report.Step{r.checkStep(ctx, cs, st)}
 	}
 	after := r.snapshot(cs)
 	added, removed := diffSets(before, after)
@@ -101,8 +100,8 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 }
 
 // forInstances runs fn on every instance of the step's sandbox, all at
-// once (that is what count: N means), and checks each against the step's
-// expectation.
+// once (that is what count: N means), each with the step's texts expanded
+// for it, and checks each against the step's expectation.
 func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.Step, fn func(context.Context, *caseState, *casefile.Step, *instance) (report.Step, *check.Command)) []report.Step {
 	insts := cs.insts[st.Sandbox]
 	recs := make([]report.Step, len(insts))
@@ -111,13 +110,18 @@ func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.S
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rec, res := fn(ctx, cs, st, in)
+			est, err := st.Expanded(cs.vals(in))
+			if err != nil {
+				cs.fail(st.ID, in.label+": "+err.Error(), "")
+				recs[i] = report.Step{ID: st.ID, Do: st.Do, Sandbox: in.label, Error: err.Error()}
+				return
+			}
+			rec, res := fn(ctx, cs, &est, in)
 			rec.ID, rec.Do, rec.Sandbox = st.ID, st.Do, in.label
 			if res != nil {
 				e := check.Expect{}
-				if st.Expect != nil {
-					within := r.scaled(st.Expect.Within.Duration)
-					e = check.Expect{Fail: st.Expect.Fail, AnyExit: st.Expect.AnyExit, Output: expandFor(cs, in, st.Expect.Output), Within: within}
+				if x := est.Expect; x != nil {
+					e = check.Expect{Fail: x.Fail, AnyExit: x.AnyExit, Output: x.Output, Within: r.scaled(x.Within.Duration)}
 				}
 				for _, m := range check.Evaluate(e, *res) {
 					cs.fail(st.ID, in.label+": "+m, "")
@@ -132,7 +136,24 @@ func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.S
 }
 
 func (r *Runner) runtimeArgs(cs *caseState, in *instance, action string, st *casefile.Step) []string {
-	return append([]string{cs.rt.Path}, cs.rt.Command(in.global, action, in.id, in.bundle, st.Args, st.Signal)...)
+	args := st.Args
+	if action == "update" {
+		args = []string{resourcesFile(in, st)}
+	}
+	return append([]string{cs.rt.Path}, cs.rt.Command(in.global, action, in.id, in.bundle, args, st.Signal)...)
+}
+
+// resourcesFile is where an update step's fragment is written for the
+// runtime to read: the instance's bundle folder, which the runtime
+// commands of every context see.
+func resourcesFile(in *instance, st *casefile.Step) string {
+	safe := strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, st.ID)
+	return filepath.Join(in.bundle, "update-"+safe+".json")
 }
 
 func record(res cmdResult) report.Step {
@@ -158,6 +179,12 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	actions := []string{st.Do}
 	if st.Do == "run" {
 		actions = []string{"create", "start"}
+	}
+	if st.Do == "update" {
+		if err := os.WriteFile(resourcesFile(in, st), st.Resources, 0o644); err != nil {
+			cs.fail(st.ID, in.label+": writing the resources file: "+err.Error(), "")
+			return report.Step{Error: err.Error()}, nil
+		}
 	}
 	var rec report.Step
 	var last cmdResult
@@ -207,6 +234,9 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	notes := in.notes
 	if rec.Note != "" {
 		notes = append([]string{rec.Note}, notes...)
+	}
+	if st.Do == "update" {
+		notes = append(notes, "resources "+string(st.Resources))
 	}
 	if st.Do == "create" || st.Do == "start" || st.Do == "run" {
 		if why := r.observe(ctx, cs, in); why != "" && last.exit == 0 && last.err == nil && !last.killed {
@@ -413,7 +443,7 @@ func (r *Runner) waitStoppedStep(ctx context.Context, cs *caseState, st *casefil
 // is its owner's to remove (a kubelet's pod slice), so that what is left
 // after it is the runtime's.
 func (r *Runner) stopUnitStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
-	name := expandFor(cs, in, st.Unit)
+	name := st.Unit
 	out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "stop", name))
 	if err != nil {
 		// A runtime that started no unit made no slice: nothing to stop.
@@ -483,8 +513,53 @@ func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step,
 	return rec, nil
 }
 
-// check evaluates one check step.
-func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (string, string) {
+// checkStep evaluates a check step: once, or, for a check about one
+// sandbox, once for each of its instances, with that instance's ${id}.
+func (r *Runner) checkStep(ctx context.Context, cs *caseState, st *casefile.Step) report.Step {
+	rec := report.Step{ID: st.ID, Do: st.Do}
+	insts := []*instance{nil}
+	if name := st.Check.SandboxName(); name != "" {
+		insts = cs.insts[name]
+	}
+	var msgs, diffs, seen []string
+	for _, in := range insts {
+		var msg, diff string
+		var read []string
+		c, err := st.Check.Expanded(cs.vals(in))
+		if err != nil {
+			msg = err.Error()
+		} else {
+			msg, diff = r.check(ctx, cs, &c, in, &read)
+		}
+		if len(insts) > 1 {
+			for i := range read {
+				read[i] = in.label + ": " + read[i]
+			}
+			if msg != "" {
+				msg = in.label + ": " + msg
+			}
+		}
+		seen = append(seen, read...)
+		if msg == "" {
+			continue
+		}
+		msgs = append(msgs, msg)
+		if diff != "" {
+			diffs = append(diffs, diff)
+		}
+	}
+	rec.Note = strings.Join(seen, "; ")
+	if len(msgs) > 0 {
+		rec.Error = strings.Join(msgs, "; ")
+		cs.fail(st.ID, rec.Error, strings.Join(diffs, "\n"))
+	}
+	return rec
+}
+
+// check evaluates one check, its texts expanded, about instance in (nil
+// for a check about no one sandbox). What it read for the record (a file's
+// value, pass or fail) goes to read.
+func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in *instance, read *[]string) (string, string) {
 	keys := r.managedKeys()
 	names := map[string]string{}
 	for _, h := range r.host.Hierarchies {
@@ -493,16 +568,7 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 	switch {
 	case c.Placement != nil:
 		p := c.Placement
-		var procs []report.Process
-		for _, in := range cs.insts[p.Sandbox] {
-			procs = append(procs, in.procs...)
-		}
-		rel := p.Path
-		if rel != "" {
-			rel = expandFor(cs, cs.insts[p.Sandbox][0], rel)
-		}
-		// With several instances a path can only name a shared parent.
-		return check.PlacementFrom(r.relation(p.Relation), rel, p.Roles, procs, cs.caller, cs.origin(), keys, names)
+		return check.PlacementFrom(r.relation(p.Relation), p.Path, p.Roles, in.procs, cs.caller, cs.origin(), keys, names)
 	case len(c.Distinct) > 0:
 		m := map[string][]report.Process{}
 		for _, s := range c.Distinct {
@@ -512,27 +578,19 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 		}
 		return check.Distinct(m, keys, names)
 	case c.Owned != "":
-		var msgs, diffs []string
-		for _, in := range cs.insts[c.Owned] {
-			if msg, diff := check.Owned(in.procs, in.before, keys, names); msg != "" {
-				msgs, diffs = append(msgs, in.label+": "+msg), append(diffs, diff)
-			}
-		}
-		return strings.Join(msgs, "; "), strings.Join(diffs, "\n")
+		return check.Owned(in.procs, in.before, keys, names)
 	case c.Running != "":
 		var bad []string
-		for _, in := range cs.insts[c.Running] {
-			s, err := r.state(ctx, cs, in)
-			switch {
-			case err != nil:
-				bad = append(bad, in.label+": state: "+err.Error())
-			case s.Status != "running":
-				bad = append(bad, in.label+": status "+s.Status)
-			}
-			for role, pid := range in.pids {
-				if !alive(pid) {
-					bad = append(bad, fmt.Sprintf("%s: %s pid %d is gone", in.label, role, pid))
-				}
+		s, err := r.state(ctx, cs, in)
+		switch {
+		case err != nil:
+			bad = append(bad, in.label+": state: "+err.Error())
+		case s.Status != "running":
+			bad = append(bad, in.label+": status "+s.Status)
+		}
+		for role, pid := range in.pids {
+			if !alive(pid) {
+				bad = append(bad, fmt.Sprintf("%s: %s pid %d is gone", in.label, role, pid))
 			}
 		}
 		if len(bad) > 0 {
@@ -540,21 +598,23 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 		}
 	case c.Gone != "":
 		var bad []string
-		for _, in := range cs.insts[c.Gone] {
-			if s, err := r.state(ctx, cs, in); err == nil {
-				bad = append(bad, in.label+": the runtime still reports it, status "+s.Status)
-			}
-			for role, pid := range in.pids {
-				if alive(pid) {
-					bad = append(bad, fmt.Sprintf("%s: %s pid %d still alive", in.label, role, pid))
-				}
+		if s, err := r.state(ctx, cs, in); err == nil {
+			bad = append(bad, in.label+": the runtime still reports it, status "+s.Status)
+		}
+		for role, pid := range in.pids {
+			if alive(pid) {
+				bad = append(bad, fmt.Sprintf("%s: %s pid %d still alive", in.label, role, pid))
 			}
 		}
 		if len(bad) > 0 {
 			return "not gone", strings.Join(bad, "\n")
 		}
 	case c.File != nil:
-		return r.checkFile(cs, c.File)
+		return r.checkFile(cs, c.File, in, read)
+	case c.Exists != "":
+		return r.checkExists(cs, c.Exists, true)
+	case c.Absent != "":
+		return r.checkExists(cs, c.Absent, false)
 	case c.NothingLeft:
 		if left := r.leftovers(cs); len(left) > 0 {
 			return fmt.Sprintf("%d item(s) left behind", len(left)), strings.Join(groupByPath(left, len(r.host.Hierarchies)), "\n")
@@ -584,22 +644,17 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check) (s
 		}
 		return check.Placement(c.Holders, "", nil, procs, cs.caller, keys, names)
 	case c.RunscLog != nil:
-		return r.checkRunscLog(cs, c.RunscLog)
+		return r.checkRunscLog(cs, c.RunscLog, in)
 	case c.Unit != nil:
-		var bad []string
-		for _, in := range cs.insts[c.Unit.Sandbox] {
-			name := expandFor(cs, in, c.Unit.Name)
-			out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "show", "-p", "ActiveState", "--value", name))
-			state := strings.TrimSpace(string(out))
-			switch {
-			case err != nil:
-				bad = append(bad, fmt.Sprintf("systemctl show %s: %v: %s", name, err, state))
-			case (state == "active") != c.Unit.Active:
-				bad = append(bad, fmt.Sprintf("%s is %q", name, state))
-			}
-		}
-		if len(bad) > 0 {
-			return fmt.Sprintf("unit not %s", map[bool]string{true: "active", false: "gone"}[c.Unit.Active]), strings.Join(bad, "\n")
+		name := c.Unit.Name
+		out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "show", "-p", "ActiveState", "--value", name))
+		state := strings.TrimSpace(string(out))
+		want := map[bool]string{true: "active", false: "gone"}[c.Unit.Active]
+		switch {
+		case err != nil:
+			return "unit not " + want, fmt.Sprintf("systemctl show %s: %v: %s", name, err, state)
+		case (state == "active") != c.Unit.Active:
+			return "unit not " + want, fmt.Sprintf("%s is %q", name, state)
 		}
 	case c.NothingRemoved:
 		_, removed := diffSets(cs.baseline, r.snapshot(cs))
@@ -628,41 +683,30 @@ func (r *Runner) relation(rel string) string {
 	return "beneath"
 }
 
-func expandFor(cs *caseState, in *instance, s string) string {
-	s = strings.ReplaceAll(s, "${id}", in.id)
-	for k, v := range cs.vars {
-		s = strings.ReplaceAll(s, "${"+k+"}", v)
-	}
-	return s
-}
-
-func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck) (string, string) {
-	h, err := r.host.ForFile(f.Name)
+// checkFile reads a file of the sandbox's cgroup or of a cgroup reference,
+// in every hierarchy the file is in, records the value in read, and
+// compares it.
+func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck, in *instance, read *[]string) (string, string) {
+	hs, err := r.host.ForFile(f.Name)
 	if err != nil {
 		return err.Error(), ""
 	}
-	var dirs []string
-	switch {
-	case f.Sandbox != "":
-		for _, in := range cs.insts[f.Sandbox] {
+	for _, h := range hs {
+		var d string
+		if f.Sandbox != "" {
 			m, ok := check.Main(in.procs)
 			if !ok {
-				return in.label + ": no process observed", ""
+				return "no process observed", ""
 			}
-			dirs = append(dirs, m.Cgroups[h.Key])
+			d = m.Cgroups[h.Key]
+		} else {
+			d = r.resolveRef(cs.callerOf(h.Key), f.Cgroup)
 		}
-	case f.Cgroup == "caller":
-		dirs = []string{cs.callerOf(h.Key)}
-	case f.Cgroup == "parent":
-		dirs = []string{path.Dir(cs.callerOf(h.Key))}
-	default:
-		dirs = []string{path.Join(cs.callerOf(h.Key), strings.TrimPrefix(f.Cgroup, "caller/"))}
-	}
-	for _, d := range dirs {
 		b, err := os.ReadFile(filepath.Join(h.Dir(d), f.Name))
 		if err != nil {
 			return fmt.Sprintf("reading %s in %s:%s: %v", f.Name, h.Name(), d, unwrapErrno(err)), ""
 		}
+		*read = append(*read, fmt.Sprintf("read %s:%s/%s = %q", h.Name(), d, f.Name, strings.TrimSpace(string(b))))
 		if msg, diff := check.File(string(b), f.Equals, f.Contains, f.Empty); msg != "" {
 			return fmt.Sprintf("%s:%s/%s: %s", h.Name(), d, f.Name, msg), diff
 		}
@@ -670,27 +714,53 @@ func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck) (string, string
 	return "", ""
 }
 
+// checkExists holds a cgroup reference to be a cgroup in every managed
+// hierarchy (those a runtime places sandboxes in, check.Optional ones
+// excepted) or, with want false, in no hierarchy at all.
+func (r *Runner) checkExists(cs *caseState, ref string, want bool) (string, string) {
+	hs := r.host.Hierarchies
+	if want {
+		hs = r.host.Managed()
+	}
+	var bad, where []string
+	for _, h := range hs {
+		c, ok := cs.caller[h.Key]
+		if !ok || want && check.Optional(h.Key) {
+			continue
+		}
+		p := r.resolveRef(c, ref)
+		if st, err := os.Stat(h.Dir(p)); (err == nil && st.IsDir()) != want {
+			bad, where = append(bad, h.Name()), append(where, h.Name()+":"+p)
+		}
+	}
+	switch {
+	case len(bad) == 0:
+		return "", ""
+	case want:
+		return fmt.Sprintf("%s is not a cgroup in %s", ref, strings.Join(bad, ", ")), strings.Join(where, "\n")
+	}
+	return fmt.Sprintf("%s is still a cgroup in %s", ref, strings.Join(bad, ", ")), strings.Join(where, "\n")
+}
+
 // checkRunscLog looks for a line in the debug logs runsc wrote for every
 // command on the sandbox's instances.
-func (r *Runner) checkRunscLog(cs *caseState, l *casefile.LogCheck) (string, string) {
+func (r *Runner) checkRunscLog(cs *caseState, l *casefile.LogCheck, in *instance) (string, string) {
 	if cs.rt.Kind != "runsc" {
 		return cs.rt.Kind + " writes no runsc debug log", ""
 	}
 	var found []string
-	for _, in := range cs.insts[l.Sandbox] {
-		files, _ := filepath.Glob(filepath.Join(in.logs, "*"))
-		if len(files) == 0 {
-			return in.label + ": runsc wrote no debug log into " + in.logs, ""
+	files, _ := filepath.Glob(filepath.Join(in.logs, "*"))
+	if len(files) == 0 {
+		return "runsc wrote no debug log into " + in.logs, ""
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err.Error(), ""
 		}
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return err.Error(), ""
-			}
-			for _, line := range strings.Split(string(b), "\n") {
-				if strings.Contains(line, l.Lacks) {
-					found = append(found, in.label+" "+filepath.Base(f)+": "+line)
-				}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, l.Lacks) {
+				found = append(found, in.label+" "+filepath.Base(f)+": "+line)
 			}
 		}
 	}

@@ -57,8 +57,16 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 		return rec
 	}
 	cs.suffix = "-" + in.Name
-	cs.vars["input"] = expand(in.Path, cs.vars)
-	rec.Input = cs.vars["input"]
+	vals := cs.vals(nil)
+	vals["id"] = r.token + "-" + cs.c.Sandboxes[0].ContainerID() + cs.suffix // as makeInstances names the table's one instance
+	in, err := in.Expanded(vals)
+	if err != nil {
+		cs.fail(step, err.Error(), "")
+		rec.Category = report.Neither
+		return rec
+	}
+	cs.vars["input"] = in.Path
+	rec.Input = in.Path
 	defer delete(cs.vars, "input")
 	if err := r.makeInstances(cs); err != nil {
 		cs.fail(step, err.Error(), "")
@@ -101,7 +109,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	placed := true
 	if exit == 0 && in.Placement != nil {
 		r.observe(ctx, cs, sb)
-		rel := expand(expandFor(cs, sb, in.Placement.Path), cs.vars)
+		rel := in.Placement.Path
 		keys, names := r.managedKeys(), map[string]string{}
 		for _, h := range r.host.Hierarchies {
 			names[h.Key] = h.Name()
@@ -160,14 +168,6 @@ func (r *Runner) snapshotWhole(cs *caseState) map[string]bool {
 		}
 	}
 	return out
-}
-
-// expand replaces ${name} from vars.
-func expand(s string, vars map[string]string) string {
-	for k, v := range vars {
-		s = strings.ReplaceAll(s, "${"+k+"}", v)
-	}
-	return s
 }
 
 func union(a, b []string) []string {

@@ -1,0 +1,193 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/harness/casefile"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/report"
+)
+
+// fakeCase is a case in progress on a fake cgroupfs: each hierarchy is a
+// folder of a temp dir, so the steps that only read and write cgroup files
+// (check, write) run without root. The caller C is <root>/001/host.
+type fakeCase struct {
+	r  *Runner
+	cs *caseState
+}
+
+// newFakeCase parses the case steps (below a fixed head) for host mode m:
+// hybrid has memory and pids v1 hierarchies and cgroup2 at unified, v2 the
+// unified one only.
+func newFakeCase(t *testing.T, m mode.Cgroup, steps string) *fakeCase {
+	t.Helper()
+	c, err := casefile.Parse([]byte("name: fake\npurpose: p\nsource: s\nsandboxes: [{name: a}]\nsteps:\n" + steps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	host := &cgroupfs.Host{Mode: m}
+	if m != mode.V2 {
+		host.Hierarchies = []cgroupfs.Hierarchy{{Key: "memory", Mount: filepath.Join(dir, "memory")}, {Key: "pids", Mount: filepath.Join(dir, "pids")}}
+	}
+	host.Hierarchies = append(host.Hierarchies, cgroupfs.Hierarchy{Key: "", Mount: filepath.Join(dir, "unified"), V2: true})
+	r := &Runner{host: host, token: "cgc0fake", tree: &cgroupfs.Tree{Host: host, Root: "/cgconform-cgc0fake"}}
+	cs := &caseState{c: c, cx: "host", res: &report.Result{}, root: r.tree.Root + "/001", caller: map[string]string{}, insts: map[string][]*instance{}}
+	for _, h := range host.Hierarchies {
+		cs.caller[h.Key] = cs.root + "/host"
+	}
+	cs.vars = map[string]string{"token": r.token, "caseroot": cs.root, "caller": cs.root + "/host"}
+	f := &fakeCase{r: r, cs: cs}
+	f.mkdir(t, cs.root+"/host")
+	return f
+}
+
+// mkdir makes a cgroup in every hierarchy, with files "name=value".
+func (f *fakeCase) mkdir(t *testing.T, rel string, files ...string) {
+	t.Helper()
+	for _, h := range f.r.host.Hierarchies {
+		if err := os.MkdirAll(h.Dir(rel), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range files {
+			k, v, _ := strings.Cut(kv, "=")
+			if err := os.WriteFile(filepath.Join(h.Dir(rel), k), []byte(v+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// run runs every step and returns the step records and failures.
+func (f *fakeCase) run(t *testing.T) ([]report.Step, []report.Failure) {
+	t.Helper()
+	for i := range f.cs.c.Steps {
+		f.r.doStep(context.Background(), f.cs, &f.cs.c.Steps[i])
+	}
+	return f.cs.res.Steps, f.cs.res.Failures
+}
+
+// A check's cgroup reference is expanded like every other string of a case
+// (issue 28 item 1: "caller/p-${token}" was read literally).
+func TestCheckReferenceExpands(t *testing.T) {
+	f := newFakeCase(t, mode.Hybrid, `  - {id: read, do: check, check: {file: {cgroup: "caller/p-${token}", name: pids.max, equals: "7"}}}`)
+	f.mkdir(t, f.cs.root+"/host/p-cgc0fake", "pids.max=7")
+	if _, fails := f.run(t); len(fails) > 0 {
+		t.Errorf("failures: %+v", fails)
+	}
+}
+
+// parent/x is C's sibling x (issue 28 item 2: it was read at C/parent/x),
+// and base/x is where a relative cgroupsPath lands: C/x on v1 and hybrid
+// hosts, C's sibling on v2.
+func TestCheckReferenceResolves(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mode  mode.Cgroup
+		ref   string
+		where string // below the case root
+	}{
+		{"parent", mode.Hybrid, "parent/q-${token}", "q-cgc0fake"},
+		{"base on hybrid", mode.Hybrid, "base/q-${token}", "host/q-cgc0fake"},
+		{"base on v2", mode.V2, "base/q-${token}", "q-cgc0fake"},
+		{"base itself on v2", mode.V2, "base", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCase(t, tc.mode, `  - {id: read, do: check, check: {file: {cgroup: "`+tc.ref+`", name: pids.max, equals: "3"}}}`)
+			f.mkdir(t, strings.TrimSuffix(f.cs.root+"/"+tc.where, "/"), "pids.max=3")
+			if _, fails := f.run(t); len(fails) > 0 {
+				t.Errorf("failures: %+v", fails)
+			}
+		})
+	}
+}
+
+// On v1 a file of the cgroup core (cgroup.procs) is read in every managed
+// hierarchy, and a prefix that names no mounted controller is an error, not
+// the first hierarchy's file (issue 28 item 5).
+func TestCheckCoreFileEveryHierarchy(t *testing.T) {
+	f := newFakeCase(t, mode.Hybrid, `  - {id: empty, do: check, check: {file: {cgroup: caller, name: cgroup.procs, empty: true}}}
+  - {id: io, do: check, check: {file: {cgroup: caller, name: io.max, equals: "x"}}}`)
+	f.mkdir(t, f.cs.root+"/host", "cgroup.procs=")
+	if err := os.WriteFile(filepath.Join(f.r.host.Hierarchies[1].Dir(f.cs.root+"/host"), "cgroup.procs"), []byte("42\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, fails := f.run(t)
+	var got []string
+	for _, x := range fails {
+		got = append(got, x.Step+": "+x.Message)
+	}
+	want := []string{"empty: pids:/cgconform-cgc0fake/001/host/cgroup.procs: not empty", `io: io.max: no v1 hierarchy has the controller "io" (on v1 a file's prefix picks its hierarchy)`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("failures (-want +got):\n%s", diff)
+	}
+}
+
+// A file check records what it read, pass or fail (issue 28 item 7): the
+// report shows the value, not only that it matched.
+func TestCheckFileRecordsValue(t *testing.T) {
+	f := newFakeCase(t, mode.Hybrid, `  - {id: read, do: check, check: {file: {cgroup: caller, name: pids.max, equals: "7"}}}
+  - {id: procs, do: check, check: {file: {cgroup: caller, name: cgroup.procs, empty: true}}}`)
+	f.mkdir(t, f.cs.root+"/host", "pids.max=7", "cgroup.procs=")
+	steps, fails := f.run(t)
+	if len(fails) > 0 {
+		t.Fatalf("failures: %+v", fails)
+	}
+	var got []string
+	for _, s := range steps {
+		got = append(got, s.Note)
+	}
+	want := []string{
+		`read pids:/cgconform-cgc0fake/001/host/pids.max = "7"`,
+		`read memory:/cgconform-cgc0fake/001/host/cgroup.procs = ""; read pids:/cgconform-cgc0fake/001/host/cgroup.procs = ""`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+}
+
+// exists holds in every managed hierarchy (the v1 controllers on a hybrid
+// host, not cgroup2 there); absent in none at all (issue 28 item 3).
+func TestCheckExistsAbsent(t *testing.T) {
+	f := newFakeCase(t, mode.Hybrid, `  - {id: kept, do: check, check: {exists: "base/p-${token}"}}
+  - {id: kept-leaf, do: check, check: {exists: "base/p-${token}/a"}}
+  - {id: gone, do: check, check: {absent: "base/p-${token}/b"}}
+  - {id: gone-parent, do: check, check: {absent: "base/p-${token}"}}`)
+	p := f.cs.root + "/host/p-cgc0fake"
+	f.mkdir(t, p)
+	for _, h := range f.r.host.Hierarchies {
+		if h.Key == "memory" {
+			f.mkdir1(t, h, p+"/a")
+		}
+		if h.V2 {
+			f.mkdir1(t, h, p+"/b")
+		}
+	}
+	_, fails := f.run(t)
+	var got []string
+	for _, x := range fails {
+		got = append(got, x.Step+": "+x.Message+" | "+x.Diff)
+	}
+	want := []string{
+		"kept-leaf: base/p-cgc0fake/a is not a cgroup in pids | pids:" + p + "/a",
+		"gone: base/p-cgc0fake/b is still a cgroup in unified | unified:" + p + "/b",
+		"gone-parent: base/p-cgc0fake is still a cgroup in memory, pids, unified | memory:" + p + "\npids:" + p + "\nunified:" + p,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("failures (-want +got):\n%s", diff)
+	}
+}
+
+// mkdir1 makes a cgroup in one hierarchy.
+func (f *fakeCase) mkdir1(t *testing.T, h cgroupfs.Hierarchy, rel string) {
+	t.Helper()
+	if err := os.MkdirAll(h.Dir(rel), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
