@@ -10,7 +10,7 @@ export CGO_ENABLED = 0
 # .ci/install-deps puts Go in /usr/local/go-ci when the machine has none.
 export PATH := /usr/local/go/bin:/usr/local/go-ci/bin:$(PATH)
 
-.PHONY: all deps runsc cgconform clients clients-prove clients-vm conformance test vet fmt-check fuzz matrix killstorm bench upstream-series upstream-check upstream-sync clean
+.PHONY: all deps runsc runsc-prs cgconform clients clients-prove clients-vm conformance test vet fmt-check fuzz matrix killstorm evidence bench upstream-series upstream-check upstream-sync clean
 
 all: runsc cgconform
 
@@ -22,6 +22,11 @@ deps:
 # rebuilt only when that version or a patch changes.
 runsc:
 	$(GO) run ./cmd/build-runsc build
+
+# bin/runsc-pr-NN-name: stock runsc with one pull request of the series (and
+# the ones it needs), for that pull request's before/after table.
+runsc-prs:
+	$(GO) run ./cmd/build-runsc prs
 
 cgconform:
 	$(GO) build -o bin/cgconform ./cmd/cgconform
@@ -78,6 +83,12 @@ killstorm: deps runsc cgconform
 	$(GO) run ./ci/cmd/matrix -modes "$(MODES)" -out out/killstorm -timeout 12h -run '^killstorm-' \
 		-runtimes runsc-patched=/payload/bin/runsc-patched,runsc-stock=/payload/bin/runsc-stock \
 		-harness-args '-trials=$(KILLSTORM_TRIALS)' $(MATRIX_FLAGS)
+
+# The run behind the PR.md tables: in every mode of MODES, stock runsc on
+# every case a table names and each pull request's build on its own table's
+# cases (out/evidence/report.json; copy it to patches/evidence/ to keep it).
+evidence: deps runsc runsc-prs cgconform
+	$(GO) run ./ci/cmd/upstream evidence -modes "$(MODES)" $(MATRIX_FLAGS)
 
 # Patched vs stock runsc, interleaved, on this host and then in a cgroup v2
 # VM (QEMU); BENCH_FLAGS passes more flags (see docs/BENCHMARKS.md).

@@ -337,11 +337,22 @@ func Lock(workDir string, log io.Writer) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-// Flavor is one of the two binaries.
+// Flavor is one of the binaries: stock, patched (the whole series), or one
+// pull request on stock with the ones it needs (PRFlavor).
 type Flavor struct {
-	Name    string // "stock" or "patched"
+	Name    string // "stock", "patched" or "pr-NN-name"
 	Patches []Patch
 }
+
+// PRFlavor is stock runsc with pull request pr of s and the ones it needs:
+// what the pull request's before/after table compares with stock. Its
+// binary is bin/runsc-pr-NN-name, the runtime PRRuntime(pr.Name).
+func PRFlavor(s *Series, pr PR) Flavor {
+	return Flavor{Name: "pr-" + pr.Name, Patches: PatchesOf(append(s.Needs(pr.Name), pr)...)}
+}
+
+// PRRuntime names, in the harness and its reports, the build of PRFlavor.
+func PRRuntime(pr string) string { return "runsc-pr-" + pr }
 
 // Ensure builds bin/runsc-<flavor> unless its stamp says it is up to date.
 // It returns the tree the binary was built from.

@@ -212,3 +212,30 @@ func TestSyncWorkspace(t *testing.T) {
 		t.Errorf("SyncWorkspace without markers: no error")
 	}
 }
+
+// TestPRFlavor: a pull request's build is stock with its own patches and
+// those of the pull requests it needs, in series order, and nothing else.
+func TestPRFlavor(t *testing.T) {
+	files := map[string]string{}
+	for k, v := range threePRs {
+		files[k] = v
+	}
+	files["04-busy/0005-e.patch"] = "e"
+	files["04-busy/PR.md"] = "# busy\n"
+	s, err := ReadSeries(seriesDir(t, threePRsSeries+"pr 04-busy after 01-levels\n0005-e.patch\n", files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, _ := s.PR("04-busy")
+	f := PRFlavor(s, pr)
+	var got []string
+	for _, p := range f.Patches {
+		got = append(got, p.Name)
+	}
+	if diff := cmp.Diff([]string{"01-levels/0001-a.patch", "01-levels/0002-b.patch", "04-busy/0005-e.patch"}, got); diff != "" {
+		t.Errorf("patches (-want +got):\n%s", diff)
+	}
+	if f.Name != "pr-04-busy" || PRRuntime(pr.Name) != "runsc-"+f.Name {
+		t.Errorf("flavor %q, runtime %q: want pr-04-busy built as runsc-pr-04-busy", f.Name, PRRuntime(pr.Name))
+	}
+}

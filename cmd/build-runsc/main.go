@@ -2,6 +2,8 @@
 // gVisor version pinned in go.mod, and runs the unit tests the series adds.
 //
 //	build-runsc [-repo DIR] build   # both binaries, skipped when up to date
+//	build-runsc [-repo DIR] prs     # bin/runsc-pr-NN-name: stock + each pull
+//	                                # request (and what it needs), for its table
 //	build-runsc [-repo DIR] test    # go test the packages the series adds tests to,
 //	                                # then run each of its fuzz targets briefly
 //	build-runsc [-repo DIR] [-fuzztime D] fuzz   # run each fuzz target for D
@@ -82,6 +84,13 @@ func run(repo, verb string) error {
 		}
 		_, err = runscbuild.Ensure(cfg, m, runscbuild.Flavor{Name: "patched", Patches: patches})
 		return err
+	case "prs":
+		for _, pr := range series.PRs {
+			if _, err := runscbuild.Ensure(cfg, m, runscbuild.PRFlavor(series, pr)); err != nil {
+				return err
+			}
+		}
+		return nil
 	case "test":
 		tree, err := runscbuild.Ensure(cfg, m, runscbuild.Flavor{Name: "patched", Patches: patches})
 		if err != nil {
@@ -118,7 +127,7 @@ func run(repo, verb string) error {
 		}
 		return fuzz(tree, pkgs)
 	default:
-		return fmt.Errorf("unknown verb %q: want build, test or fuzz", verb)
+		return fmt.Errorf("unknown verb %q: want build, prs, test or fuzz", verb)
 	}
 }
 

@@ -102,6 +102,16 @@ func run() int {
 	validate := flag.Bool("validate", false, "only load and validate the case files")
 	clientsDir := flag.String("clients", "", "folder with the real clients of the client contexts (containerd, ctr, crictl, containerd-shim-runc-v2, containerd-shim-runsc-v1-{patched,stock}; make clients); default: the folder of this binary")
 	clientsDebug := flag.Bool("clients-debug", false, "run runsc under the shim with --debug (full debug logs in each case's logs/runsc folder)")
+	runtimeCases := map[string]*regexp.Regexp{}
+	flag.Func("runtime-cases", "NAME=REGEXP: run runtime NAME only on the cases whose \"name [context]\" match (repeatable; e.g. a pull request's build on the cases that prove it)", func(v string) error {
+		name, re, ok := strings.Cut(v, "=")
+		if !ok {
+			return fmt.Errorf("%q: want NAME=REGEXP", v)
+		}
+		var err error
+		runtimeCases[name], err = regexp.Compile(re)
+		return err
+	})
 	timeScale := flag.Float64("time-scale", 1, "multiply every time bound a case sets (expect.within, timeout), and the 90 s hang guard of each runtime command, by this, e.g. 10 under QEMU without KVM; the report notes it")
 	flag.Parse()
 
@@ -149,6 +159,14 @@ func run() int {
 			fmt.Fprintf(os.Stderr, "cgconform: -runtimes: %v\n", err)
 			return 2
 		}
+	}
+	for i := range rts {
+		rts[i].Cases = runtimeCases[rts[i].Name]
+		delete(runtimeCases, rts[i].Name)
+	}
+	for name := range runtimeCases {
+		fmt.Fprintf(os.Stderr, "cgconform: -runtime-cases: no runtime named %q\n", name)
+		return 2
 	}
 	rtErrs := map[string]string{}
 	for i := range rts {

@@ -179,6 +179,10 @@ type Step struct {
 	// Resources (update): a runtime-spec linux.resources fragment, handed
 	// to the runtime's own update command as a file.
 	Resources json.RawMessage `json:"resources,omitempty"`
+	// State (write-state): what the harness writes as the sandbox's state
+	// file in its --root before any command ("" is a file left empty, as a
+	// crash can leave one).
+	State *string `json:"state,omitempty"`
 	// Unit (stop-unit): the systemd unit to stop, as its owner would (a
 	// kubelet stops the pod slice it named when the pod goes); the
 	// sandbox's variables apply (${token}, ${id}).
@@ -382,7 +386,7 @@ var (
 	Contexts = []string{"host", "container", "kubepods-privileged", "kubepods-delegated", "kubepods-nsenter", "systemd-unit", "systemd-unit-undelegated",
 		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated"}
 	// Actions a step may do.
-	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "stop-unit", "check"}
+	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "write-state", "stop-unit", "check"}
 	// SetupActions a setup item may do.
 	SetupActions = []string{"mkdir", "chown", "write", "process"}
 	// Options are runtime-neutral sandbox switches.
@@ -860,6 +864,9 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 		if err := decodeStrict(st.Resources, &specs.LinuxResources{}); err != nil {
 			return ferr(f+".resources", "not a runtime-spec linux.resources fragment: %v", err)
 		}
+	}
+	if (st.Do == "write-state") != (st.State != nil) {
+		return ferr(f+".state", "write-state needs state: \"...\" (the file's content), and only it takes one")
 	}
 	if (st.Do == "stop-unit") != (st.Unit != "") {
 		return ferr(f+".unit", "stop-unit needs unit: NAME, and only it takes one")

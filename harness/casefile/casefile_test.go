@@ -126,6 +126,8 @@ func TestParseBad(t *testing.T) {
 		{"unit on run", "{do: run, sandbox: a}|{do: run, sandbox: a, unit: x.slice}", "steps[0].unit: stop-unit needs unit: NAME, and only it takes one"},
 		{"stop-unit without systemd", "{do: run, sandbox: a}|{do: stop-unit, sandbox: a, unit: \"x-${token}.slice\"}", "steps[0].unit: stop-unit needs systemd"},
 		{"stop-unit variable typo", "{do: run, sandbox: a}|{do: stop-unit, sandbox: a, unit: \"x-${tokn}.slice\"}", "steps[0].unit: unknown variable"},
+		{"write-state without state", "{do: run, sandbox: a}|{do: write-state, sandbox: a}", "steps[0].state: write-state needs state"},
+		{"state on run", "{do: run, sandbox: a}|{do: run, sandbox: a, state: \"\"}", "steps[0].state: write-state needs state"},
 		{"sleep without duration", "{do: run, sandbox: a}|{do: sleep}", "steps[0].duration: sleep and burn need a positive duration"},
 		{"kill with expect", "{do: run, sandbox: a}|{do: create, sandbox: a, kill: {after: 1s}, expect: {fail: true}}", "steps[0].expect: a killed command has no exit status"},
 		{"kill a run", "{do: run, sandbox: a}|{do: run, sandbox: a, kill: {after: 1s}}", "steps[0].kill: only create and start can be killed"},

@@ -152,6 +152,9 @@ func Run(ctx context.Context, opt Options) (rep *report.Report, err error) {
 				continue
 			}
 			for _, rt := range opt.Runtimes {
+				if rt.Cases != nil && !rt.Cases.MatchString(c.Name+" ["+cx+"]") {
+					continue
+				}
 				idx++
 				if ctx.Err() != nil {
 					res := r.baseResult(c, cx, rt)

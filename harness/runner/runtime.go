@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -19,6 +20,10 @@ type Runtime struct {
 	Path string `json:"path"`
 	// Kind selects the command-line dialect: runsc, runc or crun.
 	Kind string `json:"kind,omitempty"`
+	// Cases, when set, limits the runtime to the "case [context]" names it
+	// matches (-runtime-cases): a pull request's build runs only the cases
+	// that prove it.
+	Cases *regexp.Regexp `json:"-"`
 	// Flags go before the subcommand on every call the benchmarks make
 	// (--nested-cgroups …); cases use sandbox options instead.
 	Flags []string `json:"flags,omitempty"`

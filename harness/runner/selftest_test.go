@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/google/go-cmp/cmp"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -471,4 +473,41 @@ func assertNoTestRootLeft(t *testing.T, runID string) {
 			}
 		}
 	}
+}
+
+// TestSelfTestRuntimeCases checks that a runtime limited to some cases
+// (-runtime-cases) runs only those, while the others run every case.
+func TestSelfTestRuntimeCases(t *testing.T) {
+	busybox := "/usr/bin/busybox"
+	roottest.Require(t, busybox)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := casefile.Parse([]byte(selfTestCase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var rts []Runtime
+	for _, n := range []string{"runc-right", "runc-wrong"} {
+		if err := os.Symlink(self, filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
+		rts = append(rts, Runtime{Name: n, Path: filepath.Join(dir, n), Kind: "runc"})
+	}
+	rts[1].Cases = regexp.MustCompile(`^self-test \[host\]$`)
+	var progress strings.Builder
+	rep, err := Run(context.Background(), Options{Cases: []*casefile.Case{c}, Runtimes: rts, Busybox: busybox, Self: self, CaseTimeout: time.Minute, Progress: &progress})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	var got []string
+	for _, res := range rep.Results {
+		got = append(got, res.Runtime+" "+res.Context)
+	}
+	if diff := cmp.Diff([]string{"runc-right host", "runc-wrong host", "runc-right container"}, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	assertNoTestRootLeft(t, rep.RunID)
 }

@@ -79,6 +79,8 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		recs = []report.Step{rec}
 	case "stop-unit":
 		recs = r.forInstances(ctx, cs, st, r.stopUnitStep)
+	case "write-state":
+		recs = r.forInstances(ctx, cs, st, r.writeStateStep)
 	case "sleep":
 		select {
 		case <-time.After(st.Duration.Duration):
@@ -385,6 +387,29 @@ func (r *Runner) killProcessStep(cs *caseState, st *casefile.Step) report.Step {
 		rec.Error = "survived SIGKILL"
 	}
 	return rec
+}
+
+// writeStateStep writes the sandbox's state file in its --root, where the
+// runtime keeps it, as a crash could leave it.
+func (r *Runner) writeStateStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+	file := map[string]string{
+		"runsc": filepath.Join(in.root, in.id+"_sandbox:"+in.id+".state"),
+		"runc":  filepath.Join(in.root, in.id, "state.json"),
+		"crun":  filepath.Join(in.root, in.id, "status"),
+	}[cs.rt.Kind]
+	if in.mountns != 0 {
+		cs.fail(st.ID, in.label+": write-state cannot reach a --root in the sandbox's own mount namespace", "")
+		return report.Step{Error: "mountns"}, nil
+	}
+	err := os.MkdirAll(filepath.Dir(file), 0o711)
+	if err == nil {
+		err = os.WriteFile(file, []byte(*st.State), 0o640)
+	}
+	if err != nil {
+		cs.fail(st.ID, in.label+": "+err.Error(), "")
+		return report.Step{Error: err.Error()}, nil
+	}
+	return report.Step{Note: fmt.Sprintf("wrote %d bytes to %s", len(*st.State), file)}, nil
 }
 
 func (r *Runner) killStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {

@@ -289,6 +289,11 @@ func Fill(md string, res *Results, before, after string) (out string, warnings [
 	return out, warnings, nil
 }
 
+// HasRuntime tells whether the run has any outcome of runtime name.
+func (r *Results) HasRuntime(name string) bool {
+	return slices.ContainsFunc(r.Outcomes, func(o Outcome) bool { return o.Runtime == name })
+}
+
 // row is a case in one context.
 type row struct{ Case, Context string }
 
@@ -390,6 +395,9 @@ func Table(res *Results, sels []Selector, before, after string) (string, []strin
 		notes = append(notes, fmt.Sprintf("- %s %s, %s: %s", symbol(k.outcome), where, k.runtime, reason))
 	}
 	afterWhat := "the whole series as built for the run, not this pull request alone"
+	if strings.HasPrefix(after, "runsc-pr-") {
+		afterWhat = "stock runsc with this pull request, on the ones it needs"
+	}
 	if v := res.Versions[after]; v != "" {
 		afterWhat = v + ": " + afterWhat
 	}

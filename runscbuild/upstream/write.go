@@ -88,7 +88,11 @@ func Write(c WriteConfig) (warnings []string, err error) {
 		if err != nil {
 			return nil, err
 		}
-		filled, w, err := prtext.Fill(string(md), c.Report, c.Before, c.After)
+		after := c.After
+		if c.Report != nil && c.Report.HasRuntime(runscbuild.PRRuntime(pr.Name)) {
+			after = runscbuild.PRRuntime(pr.Name) // stock + this pull request
+		}
+		filled, w, err := prtext.Fill(string(md), c.Report, c.Before, after)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", pr.Description(), err)
 		}

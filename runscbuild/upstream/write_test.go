@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -208,5 +209,53 @@ func TestSendSteps(t *testing.T) {
 		"  git checkout -b 02-empty-path origin/master && git am out/01-levels/*.patch out/02-empty-path/*.patch\n"
 	if diff := cmp.Diff(want, SendSteps(s, "out")); diff != "" {
 		t.Errorf("SendSteps (-want +got):\n%s", diff)
+	}
+}
+
+// TestEvidenceArgs: stock runs every table's cases, each pull request's
+// build only its own, and no flag value holds a blank.
+func TestEvidenceArgs(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"01-a/0001-a.patch": "a",
+		"01-a/PR.md":        "# a\n<!-- table: one two[ctx] -->\n",
+		"02-b/0002-b.patch": "b",
+		"02-b/PR.md":        "# b\n<!-- table: three -->\n",
+	}
+	for name, data := range files {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	series := filepath.Join(dir, runscbuild.SeriesFile)
+	if err := os.WriteFile(series, []byte("pr 01-a\n0001-a.patch\npr 02-b after 01-a\n0002-b.patch\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := runscbuild.ReadSeries(series)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := EvidenceArgs(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"-runtimes", "runsc-stock=/payload/bin/runsc-stock,runsc-pr-01-a=/payload/bin/runsc-pr-01-a,runsc-pr-02-b=/payload/bin/runsc-pr-02-b",
+		"-run", `^(one\s\[|two\s\[ctx\]|three\s\[)`,
+		"-harness-args", `-runtime-cases runsc-pr-01-a=^(one\s\[|two\s\[ctx\]) -runtime-cases runsc-pr-02-b=^(three\s\[)`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("EvidenceArgs (-want +got):\n%s", diff)
+	}
+	for _, name := range []string{"one [host]", "two [ctx]", "three [container]"} {
+		if !regexp.MustCompile(got[3]).MatchString(name) {
+			t.Errorf("-run %s does not match %q", got[3], name)
+		}
+	}
+	if regexp.MustCompile(got[3]).MatchString("two [host]") || regexp.MustCompile(got[3]).MatchString("onetwo [host]") {
+		t.Errorf("-run %s matches more than the tables name", got[3])
 	}
 }

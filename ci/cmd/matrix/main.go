@@ -276,10 +276,18 @@ func payloadFor(o options) (vmimage.Payload, error) {
 	if p.HarnessArgs, err = harnessArgs(o); err != nil {
 		return p, err
 	}
-	for _, name := range []string{"runsc-stock", "runsc-patched"} {
+	names := []string{"runsc-stock", "runsc-patched"}
+	// And any other binary -runtimes names in the payload (a pull request's
+	// build, bin/runsc-pr-NN-name).
+	for _, item := range strings.Split(o.runtimes, ",") {
+		if _, path, _ := strings.Cut(item, "="); strings.HasPrefix(path, "/payload/bin/") {
+			names = append(names, strings.TrimPrefix(path, "/payload/bin/"))
+		}
+	}
+	for _, name := range names {
 		path := filepath.Join(o.bin, name)
 		if _, err := os.Stat(path); err != nil {
-			return p, fmt.Errorf("%s is missing: run `make runsc` first: %w", path, err)
+			return p, fmt.Errorf("%s is missing: run `make runsc` (or make evidence for a pull request's build) first: %w", path, err)
 		}
 		p.Bins[name] = path
 	}

@@ -6,6 +6,7 @@
 //	upstream check -dir GVISOR [-base REV]
 //	upstream neutralize FILE...   # From: placeholder, one Assisted-by trailer
 //	upstream sync                 # WORKSPACE's patch list from patches/series
+//	upstream evidence [MATRIX-FLAG...]  # the matrix run behind the PR.md tables
 //
 // See README, "Sending the series upstream".
 package main
@@ -14,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -30,6 +32,7 @@ func usage() {
   upstream [-repo DIR] check -dir GVISOR-CHECKOUT [-base REV]
   upstream [-repo DIR] neutralize PATCH-FILE...
   upstream [-repo DIR] sync
+  upstream [-repo DIR] evidence [matrix flags, e.g. -modes v2 -jobs 1]
 `)
 	os.Exit(2)
 }
@@ -55,6 +58,8 @@ func main() {
 		err = cmdNeutralize(args)
 	case "sync":
 		err = cmdSync(root)
+	case "evidence":
+		err = cmdEvidence(root, args)
 	default:
 		usage()
 	}
@@ -97,6 +102,23 @@ func cmdNeutralize(files []string) error {
 		fmt.Fprintf(os.Stderr, "upstream: neutralized %s\n", f)
 	}
 	return nil
+}
+
+// cmdEvidence runs the matrix behind the PR.md tables (make evidence): stock
+// runsc on every table's cases, each pull request's build on its own.
+func cmdEvidence(root string, extra []string) error {
+	s, err := readSeries(root)
+	if err != nil {
+		return err
+	}
+	args, err := upstream.EvidenceArgs(s)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", append(append([]string{"run", "./ci/cmd/matrix", "-out", "out/evidence"}, args...), extra...)...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stdout, os.Stderr
+	fmt.Fprintf(os.Stderr, "upstream: %s\n", strings.Join(cmd.Args, " "))
+	return cmd.Run()
 }
 
 // cmdSync rewrites the patch list in WORKSPACE from the series.
