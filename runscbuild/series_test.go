@@ -91,7 +91,9 @@ func TestReadSeries(t *testing.T) {
 	}
 }
 
-func TestSeriesNeedsAndBefore(t *testing.T) {
+// fourPRs is threePRs and 04-busy, which needs only 01-levels.
+func fourPRs(t *testing.T) *Series {
+	t.Helper()
 	files := map[string]string{}
 	for k, v := range threePRs {
 		files[k] = v
@@ -102,6 +104,11 @@ func TestSeriesNeedsAndBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func TestSeriesNeedsAndBefore(t *testing.T) {
+	s := fourPRs(t)
 	names := func(prs []PR) []string {
 		var out []string
 		for _, p := range prs {
@@ -216,16 +223,7 @@ func TestSyncWorkspace(t *testing.T) {
 // TestPRFlavor: a pull request's build is stock with its own patches and
 // those of the pull requests it needs, in series order, and nothing else.
 func TestPRFlavor(t *testing.T) {
-	files := map[string]string{}
-	for k, v := range threePRs {
-		files[k] = v
-	}
-	files["04-busy/0005-e.patch"] = "e"
-	files["04-busy/PR.md"] = "# busy\n"
-	s, err := ReadSeries(seriesDir(t, threePRsSeries+"pr 04-busy after 01-levels\n0005-e.patch\n", files))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := fourPRs(t)
 	pr, _ := s.PR("04-busy")
 	f := PRFlavor(s, pr)
 	var got []string
