@@ -25,7 +25,7 @@ type Target struct {
 const (
 	// MaxStartupRatio bounds what --nested-cgroups may cost (issue 6);
 	// MaxDefaultRatio what the series costs without it (issue 14: the
-	// fault fixes, journal and all, at most 2 %).
+	// fault fixes, the state saved before the cgroup is made, at most 2 %).
 	MaxStartupRatio      = 1.05
 	MaxDefaultRatio      = 1.02
 	MaxCollisionDelete   = 0.1 // seconds
