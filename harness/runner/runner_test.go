@@ -245,10 +245,12 @@ func TestKillDelayLearns(t *testing.T) {
 func TestCallerNestedOnlyOnV2(t *testing.T) {
 	c := &casefile.Case{Name: "x"}
 	for _, m := range []mode.Cgroup{mode.V1, mode.Hybrid, mode.V2} {
-		r := &Runner{host: &cgroupfs.Host{Mode: m}}
-		why := r.skipReason(c, "caller-nested", Runtime{Name: "runc", Kind: "runc"})
-		if (why == "") != (m == mode.V2) || m != mode.V2 && !strings.Contains(why, "cgroup v2") {
-			t.Errorf("%s host: skip reason %q", m, why)
+		for _, cx := range []string{"caller-nested", "caller-nested-cgroupns"} {
+			r := &Runner{host: &cgroupfs.Host{Mode: m}}
+			why := r.skipReason(c, cx, Runtime{Name: "runc", Kind: "runc"})
+			if (why == "") != (m == mode.V2) || m != mode.V2 && !strings.Contains(why, "cgroup v2") {
+				t.Errorf("%s on a %s host: skip reason %q", cx, m, why)
+			}
 		}
 	}
 }
