@@ -383,7 +383,7 @@ var (
 	Requirements = []string{"root", "cgroup-v1", "hybrid", "cgroup-v2", "v1-controllers", "systemd", "no-systemd", "cgroupns", "no-nsdelegate", "throwaway", "clients"}
 	// Contexts a case may run in. The last five are made by a real
 	// containerd (ClientContexts).
-	Contexts = []string{"host", "container", "kubepods-privileged", "kubepods-delegated", "kubepods-nsenter", "systemd-unit", "systemd-unit-undelegated",
+	Contexts = []string{"host", "container", "caller-nested", "caller-nested-cgroupns", "kubepods-privileged", "kubepods-delegated", "kubepods-nsenter", "systemd-unit", "systemd-unit-undelegated",
 		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated"}
 	// Actions a step may do.
 	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "write-state", "stop-unit", "check"}

@@ -328,3 +328,15 @@ func TestWhen(t *testing.T) {
 		})
 	}
 }
+
+// caller-nested: the caller moves itself into a leaf before the runtime
+// runs (the thread's "dance"), a context a case can name.
+func TestParseCallerNestedContext(t *testing.T) {
+	c, err := Parse([]byte(strings.Replace(good, "contexts: [host, container]", "contexts: [caller-nested, caller-nested-cgroupns]", 1)))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if diff := cmp.Diff([]string{"caller-nested", "caller-nested-cgroupns"}, c.CaseContexts()); diff != "" {
+		t.Errorf("contexts (-want +got):\n%s", diff)
+	}
+}

@@ -367,6 +367,37 @@ func EnableControllers(dir string) []string {
 	return enabled
 }
 
+// Nest moves the processes of the v2 cgroup dir into its child leaf (made
+// if missing) and enables dir's controllers for its children: what a
+// caller can do before it starts a runtime that places a relative
+// cgroupsPath in the parent of its own cgroup, so that it lands beneath
+// dir. A controller left off means a process is still in dir.
+func Nest(dir, leaf string) error {
+	if err := os.Mkdir(filepath.Join(dir, leaf), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	pids, err := ReadProcs(dir)
+	if err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		if err := WritePid(filepath.Join(dir, leaf), pid); err != nil {
+			return fmt.Errorf("moving process %d: %w", pid, err)
+		}
+	}
+	avail, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return err
+	}
+	on := EnableControllers(dir)
+	for _, c := range strings.Fields(string(avail)) {
+		if !contains(on, c) {
+			return fmt.Errorf("controller %s not enabled in %s (a process left in it?)", c, dir)
+		}
+	}
+	return nil
+}
+
 // EnableRootControllers enables, at the hierarchy root of a v2 host, the
 // controllers it lacks. This changes the host; the CLI does it only when
 // asked (-enable-root-controllers), e.g. in a throwaway VM.

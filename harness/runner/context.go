@@ -26,9 +26,10 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 	switch cs.cx {
 	case "host":
 		caller = cs.root + "/host"
-	case "container":
-		caller = cs.root + "/container"
+	case "container", "caller-nested", "caller-nested-cgroupns":
+		caller = cs.root + "/" + cs.cx
 		holders = []string{caller}
+		cs.cgroupns = cs.cx == "caller-nested-cgroupns"
 	case "kubepods-privileged", "kubepods-delegated", "kubepods-nsenter":
 		pod := cs.root + "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + strings.ReplaceAll(fakeUUID(r.token, 1), "-", "_") + ".slice"
 		pause := pod + "/cri-containerd-" + fakeHex(r.token, 2) + ".scope"
@@ -99,6 +100,18 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 		}
 		if anchor {
 			cs.nsAnchor = pid
+		}
+	}
+	if strings.HasPrefix(cs.cx, "caller-nested") {
+		// The caller's own move, before any runtime runs (the "dance" of
+		// the seed thread): C's processes into the leaf C/supervisor, C's
+		// controllers enabled. Every later command joins the leaf
+		// (joinCgroup), so a runtime that places a relative path in the
+		// parent of its own cgroup places it beneath C.
+		for _, h := range r.host.Hierarchies {
+			if err := cgroupfs.Nest(h.Dir(caller), nestedLeaf); err != nil {
+				return fmt.Errorf("moving the caller into %s/%s: %w", h.Dir(caller), nestedLeaf, err)
+			}
 		}
 	}
 	return nil

@@ -318,6 +318,10 @@ func (r *Runner) skipReason(c *casefile.Case, cx string, rt Runtime) string {
 		if r.host.Mode != mode.V2 {
 			return "kubepods-delegated mounts cgroup2 at the root of a private cgroup namespace (the seed's fix): needs a cgroup v2 host"
 		}
+	case "caller-nested", "caller-nested-cgroupns":
+		if r.host.Mode != mode.V2 {
+			return cx + " is the caller's own move into a leaf, which only cgroup v2's \"no internal processes\" rule calls for (on v1 a relative path is beneath the caller already): needs a cgroup v2 host"
+		}
 	case "systemd-unit", "systemd-unit-undelegated":
 		if !r.host.SystemdPID1 {
 			return "systemd-unit needs systemd as PID 1 to start a Delegate=yes unit (runs in the systemd VMs)"

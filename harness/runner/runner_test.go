@@ -238,3 +238,19 @@ func TestKillDelayLearns(t *testing.T) {
 		t.Errorf("fixed kill: %s, want the scaled 3s", d)
 	}
 }
+
+// caller-nested stands for a caller that does on cgroup v2 what only v2's
+// "no internal processes" rule calls for; elsewhere it is a skip that says
+// so.
+func TestCallerNestedOnlyOnV2(t *testing.T) {
+	c := &casefile.Case{Name: "x"}
+	for _, m := range []mode.Cgroup{mode.V1, mode.Hybrid, mode.V2} {
+		for _, cx := range []string{"caller-nested", "caller-nested-cgroupns"} {
+			r := &Runner{host: &cgroupfs.Host{Mode: m}}
+			why := r.skipReason(c, cx, Runtime{Name: "runc", Kind: "runc"})
+			if (why == "") != (m == mode.V2) || m != mode.V2 && !strings.Contains(why, "cgroup v2") {
+				t.Errorf("%s on a %s host: skip reason %q", cx, m, why)
+			}
+		}
+	}
+}
