@@ -29,6 +29,11 @@ import (
 // (leading blanks are allowed). "after" names the earlier pull requests this
 // one needs: it is checked alone on top of them (and what they need in turn).
 //
+// A "carry NAME [after DEP...]" line, after the last pull request, opens a
+// patch set this project carries for its own runsc and does not send
+// upstream; its folder holds CARRY.md, the reason, instead of PR.md. The
+// build and WORKSPACE apply carried patches after the pull requests.
+//
 // Every .patch file in a PR folder must be listed, and no .patch file may
 // sit directly in patches/, so a file dropped in and forgotten stops the
 // build instead of being silently left out.
@@ -36,8 +41,12 @@ import (
 // SeriesFile is the series' name inside the patches folder.
 const SeriesFile = "series"
 
-// PRDescription is the name of a pull request's description in its folder.
-const PRDescription = "PR.md"
+// PRDescription is the name of a pull request's description in its folder,
+// and CarryReason that of a carried patch set.
+const (
+	PRDescription = "PR.md"
+	CarryReason   = "CARRY.md"
+)
 
 var prName = regexp.MustCompile(`^[0-9]{2}-[a-z0-9]+(-[a-z0-9]+)*$`)
 
@@ -58,25 +67,31 @@ type PR struct {
 	Patches []Patch
 	Dir     string // patches/<Name>
 	Line    int    // the "pr" line in the series file
+	Carried bool   // a "carry" line: for our runsc only (CARRY.md)
 }
 
-// Description is the path of the pull request's PR.md.
-func (p PR) Description() string { return filepath.Join(p.Dir, PRDescription) }
+// Description is the path of the pull request's PR.md (CARRY.md when
+// carried).
+func (p PR) Description() string {
+	if p.Carried {
+		return filepath.Join(p.Dir, CarryReason)
+	}
+	return filepath.Join(p.Dir, PRDescription)
+}
 
 // Series is a parsed series file.
 type Series struct {
 	Path string // the series file
 	Dir  string // the patches folder holding it
 	PRs  []PR
+	// Carried is applied after PRs by the build, never sent upstream.
+	Carried []PR
 }
 
-// Patches lists every patch in the order the build applies them.
+// Patches lists every patch in the order the build applies them: the pull
+// requests', then the carried ones.
 func (s *Series) Patches() []Patch {
-	var all []Patch
-	for _, pr := range s.PRs {
-		all = append(all, pr.Patches...)
-	}
-	return all
+	return PatchesOf(append(append([]PR(nil), s.PRs...), s.Carried...)...)
 }
 
 // PR returns the pull request called name.
@@ -153,22 +168,31 @@ func ReadSeries(seriesPath string) (*Series, error) {
 			continue
 		}
 		fields := strings.Fields(text)
-		if fields[0] == "pr" {
+		if fields[0] == "pr" || fields[0] == "carry" {
 			pr, err := s.parsePRLine(fields, line, seenPR)
 			if err != nil {
 				return nil, errorf(line, "%v", err)
 			}
 			seenPR[pr.Name] = line
-			s.PRs = append(s.PRs, pr)
+			if pr.Carried {
+				s.Carried = append(s.Carried, pr)
+			} else if len(s.Carried) > 0 {
+				return nil, errorf(line, "pull request %s comes after a carried set: carried patches go last", pr.Name)
+			} else {
+				s.PRs = append(s.PRs, pr)
+			}
 			continue
 		}
-		if len(s.PRs) == 0 {
+		if len(s.PRs)+len(s.Carried) == 0 {
 			return nil, errorf(line, "patch %q comes before any \"pr NN-name\" line; every patch belongs to a pull request", text)
 		}
 		if len(fields) != 1 || strings.ContainsAny(text, `/\`) || !strings.HasSuffix(text, ".patch") {
 			return nil, errorf(line, "want one patch file name (NNNN-subject.patch, inside the PR folder) or \"pr NN-name [after NN-name...]\", got %q", text)
 		}
 		pr := &s.PRs[len(s.PRs)-1]
+		if len(s.Carried) > 0 {
+			pr = &s.Carried[len(s.Carried)-1]
+		}
 		name := pr.Name + "/" + text
 		if first, dup := seenPatch[name]; dup {
 			return nil, errorf(line, "%q is listed twice (first on line %d)", name, first)
@@ -193,15 +217,16 @@ func (s *Series) parsePRLine(fields []string, line int, seen map[string]int) (PR
 	if len(fields) < 2 {
 		return PR{}, fmt.Errorf("want \"pr NN-name [after NN-name...]\", got %q", strings.Join(fields, " "))
 	}
-	pr := PR{Name: fields[1], Dir: filepath.Join(s.Dir, fields[1]), Line: line}
+	pr := PR{Name: fields[1], Dir: filepath.Join(s.Dir, fields[1]), Line: line, Carried: fields[0] == "carry"}
 	if !prName.MatchString(pr.Name) {
 		return PR{}, fmt.Errorf("pull request name %q: want two digits, a dash and a lower-case slug, e.g. 01-levels", pr.Name)
 	}
 	if first, dup := seen[pr.Name]; dup {
 		return PR{}, fmt.Errorf("pull request %q is declared twice (first on line %d)", pr.Name, first)
 	}
-	if n := len(s.PRs); n > 0 && s.PRs[n-1].Name >= pr.Name {
-		return PR{}, fmt.Errorf("pull request %q follows %q: number them in series order", pr.Name, s.PRs[n-1].Name)
+	all := append(append([]PR(nil), s.PRs...), s.Carried...)
+	if n := len(all); n > 0 && all[n-1].Name >= pr.Name {
+		return PR{}, fmt.Errorf("pull request %q follows %q: number them in series order", pr.Name, all[n-1].Name)
 	}
 	rest := fields[2:]
 	if len(rest) > 0 {
@@ -225,7 +250,7 @@ func (s *Series) parsePRLine(fields []string, line int, seen map[string]int) (PR
 // and only the patches the series lists; patches/ itself holds no patch.
 func (s *Series) checkFolders() error {
 	var problems []string
-	for _, pr := range s.PRs {
+	for _, pr := range append(append([]PR(nil), s.PRs...), s.Carried...) {
 		if len(pr.Patches) == 0 {
 			problems = append(problems, fmt.Sprintf("%s:%d: pull request %s lists no patch", s.Path, pr.Line, pr.Name))
 		}
@@ -265,7 +290,7 @@ func (s *Series) checkFolders() error {
 // its patches as labels of //patches, each line indented by indent.
 func WorkspaceBlock(s *Series, indent string) string {
 	var b strings.Builder
-	for _, pr := range s.PRs {
+	for _, pr := range append(append([]PR(nil), s.PRs...), s.Carried...) {
 		fmt.Fprintf(&b, "%s# %s\n", indent, pr.Name)
 		for _, p := range pr.Patches {
 			fmt.Fprintf(&b, "%s\"//patches:%s\",\n", indent, p.Name)

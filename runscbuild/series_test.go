@@ -237,3 +237,37 @@ func TestPRFlavor(t *testing.T) {
 		t.Errorf("flavor %q, runtime %q: want pr-04-busy built as runsc-pr-04-busy", f.Name, PRRuntime(pr.Name))
 	}
 }
+
+// TestReadSeriesCarried: a carried set comes after the pull requests, its
+// patches are built last, and it is no pull request.
+func TestReadSeriesCarried(t *testing.T) {
+	files := map[string]string{}
+	for k, v := range threePRs {
+		files[k] = v
+	}
+	files["90-ours/0009-z.patch"] = "z"
+	files["90-ours/CARRY.md"] = "# ours\n"
+	s, err := ReadSeries(seriesDir(t, threePRsSeries+"carry 90-ours after 01-levels\n0009-z.patch\n", files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range s.Patches() {
+		got = append(got, p.Name)
+	}
+	want := []string{"01-levels/0001-a.patch", "01-levels/0002-b.patch", "02-empty-path/0003-c.patch", "03-nested/0004-d.patch", "90-ours/0009-z.patch"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Patches (-want +got):\n%s", diff)
+	}
+	if _, ok := s.PR("90-ours"); ok || len(s.PRs) != 3 {
+		t.Errorf("the carried set is a pull request: %+v", s.PRs)
+	}
+	if !strings.Contains(WorkspaceBlock(s, ""), "//patches:90-ours/0009-z.patch") {
+		t.Errorf("WORKSPACE does not apply the carried patch:\n%s", WorkspaceBlock(s, ""))
+	}
+	files["95-late/0010-y.patch"] = "y"
+	files["95-late/PR.md"] = "# late\n"
+	if _, err := ReadSeries(seriesDir(t, threePRsSeries+"carry 90-ours\n0009-z.patch\npr 95-late\n0010-y.patch\n", files)); err == nil || !strings.Contains(err.Error(), "carried patches go last") {
+		t.Errorf("a pull request after a carried set: %v", err)
+	}
+}
