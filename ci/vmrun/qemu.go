@@ -43,17 +43,22 @@ type VM struct {
 	OnLine      func(line string)
 	ExtraQEMU   []string
 	StartMarker string // console line prefix that ends the boot phase
+	// PowerOffGrace is how long qemu may stay up after the guest prints
+	// "cgm: powering off" (default 1 minute): once, under TCG, poweroff -f
+	// never ended, and the VM sat until its time limit with its report sent.
+	PowerOffGrace time.Duration
 }
 
 // Result is what one boot produced.
 type Result struct {
-	Wall        time.Duration
-	Boot        time.Duration // until the payload announced itself; 0 if it never did
-	TimedOut    bool
-	ExitErr     error // qemu's own exit status, if it failed
-	Tail        []string
-	RunningCase string // from the last "=== RUN" line, if the harness prints them
-	LastDone    string // from the last result line
+	Wall          time.Duration
+	Boot          time.Duration // until the payload announced itself; 0 if it never did
+	TimedOut      bool
+	StuckPowerOff bool  // the guest powered off but qemu stayed up past PowerOffGrace
+	ExitErr       error // qemu's own exit status, if it failed
+	Tail          []string
+	RunningCase   string // from the last "=== RUN" line, if the harness prints them
+	LastDone      string // from the last result line
 }
 
 // ParseProgress says whether a console line is one of cgconform's progress
@@ -279,8 +284,10 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 		boot    time.Duration
 	)
 	readDone := make(chan struct{})
+	poweringOff := make(chan struct{})
 	go func() {
 		defer close(readDone)
+		saidOff := false
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64*1024), 1024*1024)
 		for sc.Scan() {
@@ -297,6 +304,10 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 				done, running = d, ""
 			}
 			mu.Unlock()
+			if line == "cgm: powering off" && !saidOff {
+				saidOff = true
+				close(poweringOff)
+			}
 			if vm.OnLine != nil {
 				vm.OnLine(line)
 			}
@@ -307,17 +318,34 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 	go func() { waitDone <- cmd.Wait() }()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	select {
-	case err := <-waitDone:
-		res.ExitErr = err
-	case <-timer.C:
-		res.TimedOut = true
-		killGroup()
-		<-waitDone
-	case <-ctx.Done():
-		killGroup()
-		<-waitDone
-		res.ExitErr = ctx.Err()
+	grace := vm.PowerOffGrace
+	if grace <= 0 {
+		grace = time.Minute
+	}
+	var stuck <-chan time.Time
+	off := poweringOff
+loop:
+	for {
+		select {
+		case err := <-waitDone:
+			res.ExitErr = err
+		case <-off:
+			off, stuck = nil, time.After(grace)
+			continue
+		case <-stuck:
+			res.StuckPowerOff = true
+			killGroup()
+			<-waitDone
+		case <-timer.C:
+			res.TimedOut = true
+			killGroup()
+			<-waitDone
+		case <-ctx.Done():
+			killGroup()
+			<-waitDone
+			res.ExitErr = ctx.Err()
+		}
+		break loop
 	}
 	// Anything qemu forked keeps the pipe open; the group kill ends it.
 	killGroup()

@@ -69,6 +69,9 @@ func fakeQEMU(scenario string, args []string) int {
 	case "crash":
 		fmt.Println("Kernel panic - not syncing: Attempted to kill init!")
 		return 1
+	case "stuck-poweroff": // seen once under TCG: the guest said so, qemu never exited
+		fmt.Println("cgm: powering off")
+		time.Sleep(10 * time.Minute)
 	}
 	return 0
 }
@@ -168,6 +171,22 @@ func TestRunReport(t *testing.T) {
 	got, err := DecodeFrame(f)
 	if err != nil || string(got) != "results" {
 		t.Errorf("frame = %q, %v", got, err)
+	}
+}
+
+func TestRunStuckPowerOff(t *testing.T) {
+	vm, _ := fakeVM(t, "stuck-poweroff", time.Minute)
+	vm.PowerOffGrace = time.Second
+	start := time.Now()
+	res, err := vm.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("Run took %s after the guest powered off with a 1s grace", took)
+	}
+	if res.TimedOut || res.ExitErr != nil || !res.StuckPowerOff {
+		t.Errorf("Run = timeout %v, exit %v, stuck %v; want a power-off ended by the grace", res.TimedOut, res.ExitErr, res.StuckPowerOff)
 	}
 }
 

@@ -65,6 +65,9 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string
 		mr.BootSeconds = res.Boot.Seconds()
 		mr.WallSeconds = res.Wall.Seconds()
 		mr.RunningCase, mr.LastDone = res.RunningCase, res.LastDone
+		if res.StuckPowerOff {
+			fmt.Printf("matrix: mode %s: the guest powered off but qemu stayed up; stopped it\n", m.Name)
+		}
 	}
 	if err != nil {
 		mr.Status, mr.Problem = report.Crashed, err.Error()
