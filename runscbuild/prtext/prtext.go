@@ -83,7 +83,7 @@ func LoadAll(paths []string) (*Results, error) {
 
 // Merge joins runs: modes in order of first appearance, every outcome, and
 // where two runs fill the same cell (case, context, runtime, mode) the later
-// run's. Each run keeps its line in Source.
+// run's. Each run's line is in Source once.
 func Merge(runs ...*Results) *Results {
 	if len(runs) == 1 {
 		return runs[0]
@@ -92,7 +92,9 @@ func Merge(runs ...*Results) *Results {
 	var sources []string
 	at := map[[4]string]int{}
 	for _, r := range runs {
-		sources = append(sources, r.Source)
+		if !slices.Contains(sources, r.Source) {
+			sources = append(sources, r.Source)
+		}
 		for _, m := range r.Modes {
 			out.addMode(m)
 		}

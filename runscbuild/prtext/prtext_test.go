@@ -79,7 +79,8 @@ func TestMerge(t *testing.T) {
 	stock := &Results{Source: "stock run", Modes: []string{"v2", "systemd-v1"}, Versions: map[string]string{"runsc-stock": "v0"}, Outcomes: []Outcome{
 		o("runsc-stock", "v2", Divergence), o("runsc-stock", "systemd-v1", Pass),
 	}}
-	got := Merge(patched, stock)
+	again := &Results{Source: "patched run", Modes: []string{"v1"}}
+	got := Merge(patched, stock, again)
 	want := &Results{
 		Source:   "patched run; stock run",
 		Modes:    []string{"v1", "v2", "systemd-v1"},
