@@ -131,10 +131,30 @@ type PairStats struct {
 	CPURatio  *Summary `json:"cpuRatio,omitempty"`
 	Baseline  Summary  `json:"baselineSeconds"`
 	Candidate Summary  `json:"candidateSeconds"`
+	// RatioInterval is the 95 % interval of Ratio.Median (nil with fewer
+	// than 6 pairs).
+	RatioInterval *Interval `json:"ratioInterval,omitempty"`
 	// Phase medians per side, to show where a difference comes from.
 	BaselinePhases  []Phase `json:"baselinePhaseMedians,omitempty"`
 	CandidatePhases []Phase `json:"candidatePhaseMedians,omitempty"`
+	// PhaseRatios are the per-pair ratios of each phase, in the order the
+	// phases ran: a phase's own verdict, which the sum can hide.
+	PhaseRatios []PhaseRatio `json:"phaseRatios,omitempty"`
 }
+
+// PhaseRatio sums up one phase over the pairs that both timed it.
+type PhaseRatio struct {
+	Name string `json:"name"`
+	// Ratio is over candidate/baseline of this phase, pair by pair.
+	Ratio Summary `json:"ratio"`
+	// Interval is the 95 % interval of Ratio.Median (nil: too few pairs).
+	Interval  *Interval `json:"interval,omitempty"`
+	Baseline  Summary   `json:"baselineSeconds"`
+	Candidate Summary   `json:"candidateSeconds"`
+}
+
+// Confidence is the level of every interval in the reports.
+const Confidence = 0.95
 
 // Stats summarises pairs: the per-pair ratio first, the raw seconds after.
 func Stats(pairs []Pair) (PairStats, error) {
@@ -166,9 +186,55 @@ func Stats(pairs []Pair) (PairStats, error) {
 			st.CPURatio = &s
 		}
 	}
+	if iv, err := MedianInterval(r, Confidence); err == nil {
+		st.RatioInterval = &iv
+	}
 	st.BaselinePhases = phaseMedians(pairs, func(p Pair) Sample { return p.Baseline })
 	st.CandidatePhases = phaseMedians(pairs, func(p Pair) Sample { return p.Candidate })
+	st.PhaseRatios = phaseRatios(pairs)
 	return st, nil
+}
+
+// phaseRatios pairs each phase of the candidate with the same phase of the
+// baseline, pair by pair; a phase with a zero time on either side is left
+// out of that pair.
+func phaseRatios(pairs []Pair) []PhaseRatio {
+	var names []string
+	type acc struct{ r, b, c []float64 }
+	by := map[string]*acc{}
+	for _, p := range pairs {
+		base := map[string]float64{}
+		for _, ph := range p.Baseline.Phases {
+			base[ph.Name] = ph.Seconds
+		}
+		for _, ph := range p.Candidate.Phases {
+			b, ok := base[ph.Name]
+			if !ok || b <= 0 || ph.Seconds <= 0 {
+				continue
+			}
+			a := by[ph.Name]
+			if a == nil {
+				a = &acc{}
+				by[ph.Name] = a
+				names = append(names, ph.Name)
+			}
+			a.r, a.b, a.c = append(a.r, ph.Seconds/b), append(a.b, b), append(a.c, ph.Seconds)
+		}
+	}
+	var out []PhaseRatio
+	for _, n := range names {
+		a := by[n]
+		pr := PhaseRatio{Name: n}
+		// Errors are impossible: every slice holds positive, finite values.
+		pr.Ratio, _ = Summarize(a.r)
+		pr.Baseline, _ = Summarize(a.b)
+		pr.Candidate, _ = Summarize(a.c)
+		if iv, err := MedianInterval(a.r, Confidence); err == nil {
+			pr.Interval = &iv
+		}
+		out = append(out, pr)
+	}
+	return out
 }
 
 func phaseMedians(pairs []Pair, side func(Pair) Sample) []Phase {

@@ -160,3 +160,41 @@ func TestCPURatio(t *testing.T) {
 		})
 	}
 }
+
+func TestStatsPhaseRatios(t *testing.T) {
+	mk := func(stop, other float64) Sample {
+		return Sample{Seconds: stop + other, Phases: []Phase{{Name: "run", Seconds: other}, {Name: "stop", Seconds: stop}}}
+	}
+	var ps []Pair
+	for i := 0; i < 20; i++ {
+		// Candidate's stop is twice the baseline's; the rest is the same.
+		p, err := NewPair(i, mk(1+float64(i), 3), mk(2+2*float64(i), 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	st, err := Stats(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.PhaseRatios) != 2 {
+		t.Fatalf("PhaseRatios = %+v, want run and stop", st.PhaseRatios)
+	}
+	run, stop := st.PhaseRatios[0], st.PhaseRatios[1]
+	if run.Name != "run" || stop.Name != "stop" {
+		t.Fatalf("phase order %q, %q, want run, stop (as measured)", run.Name, stop.Name)
+	}
+	if run.Ratio.Median != 1 || stop.Ratio.Median != 2 {
+		t.Errorf("median ratios run %v stop %v, want 1 and 2", run.Ratio.Median, stop.Ratio.Median)
+	}
+	if stop.Interval == nil || stop.Interval.Lo != 2 || stop.Interval.Hi != 2 {
+		t.Errorf("stop interval %+v, want 2 – 2", stop.Interval)
+	}
+	if stop.Baseline.Median != 10.5 || stop.Candidate.Median != 21 {
+		t.Errorf("stop seconds: baseline %v candidate %v, want 10.5 and 21", stop.Baseline.Median, stop.Candidate.Median)
+	}
+	if st.RatioInterval == nil {
+		t.Error("no interval for the whole lifecycle's ratio")
+	}
+}
