@@ -123,6 +123,67 @@ func RunPairs(ctx context.Context, n int, baseline, candidate Trial, each func(P
 	return pairs, nil
 }
 
+// PairFailure is a run that failed inside RunPairsTolerant: its attempt
+// gives no pair and nothing of it is timed.
+type PairFailure struct {
+	Attempt int    `json:"attempt"`
+	Side    string `json:"side"` // "baseline" or "candidate"
+	Error   string `json:"error"`
+}
+
+// RunPairsTolerant runs attempts until n pairs are complete. A failed run
+// drops its attempt (the other side of it is not run, or its time is
+// thrown away), is reported to failed (if set) and returned, and the next
+// attempt takes its place; the order still alternates by attempt, so a
+// pair's Index is its attempt. After more than maxFailures failed runs it
+// stops with an error. Failures are outcomes to report (a command that
+// timed out under load), never timings.
+func RunPairsTolerant(ctx context.Context, n, maxFailures int, baseline, candidate Trial, each func(Pair), failed func(PairFailure)) ([]Pair, []PairFailure, error) {
+	if n < 1 {
+		return nil, nil, fmt.Errorf("need at least one pair, got %d", n)
+	}
+	var pairs []Pair
+	var fails []PairFailure
+	for a := 0; len(pairs) < n; a++ {
+		if err := ctx.Err(); err != nil {
+			return pairs, fails, fmt.Errorf("attempt %d not run: %w", a, err)
+		}
+		var b, c Sample
+		var err error
+		side := ""
+		for _, side = range Sides(a) {
+			if side == "candidate" {
+				c, err = candidate(ctx, a)
+			} else {
+				b, err = baseline(ctx, a)
+			}
+			if err != nil {
+				break
+			}
+		}
+		if err != nil {
+			f := PairFailure{Attempt: a, Side: side, Error: err.Error()}
+			fails = append(fails, f)
+			if failed != nil {
+				failed(f)
+			}
+			if len(fails) > maxFailures {
+				return pairs, fails, fmt.Errorf("%d failed runs, more than the %d allowed; the last: attempt %d, %s: %w", len(fails), maxFailures, a, side, err)
+			}
+			continue
+		}
+		p, err := NewPair(a, b, c)
+		if err != nil {
+			return pairs, fails, err
+		}
+		pairs = append(pairs, p)
+		if each != nil {
+			each(p)
+		}
+	}
+	return pairs, fails, nil
+}
+
 // PairStats sums up a set of pairs.
 type PairStats struct {
 	Pairs int     `json:"pairs"`

@@ -198,3 +198,51 @@ func TestStatsPhaseRatios(t *testing.T) {
 		t.Error("no interval for the whole lifecycle's ratio")
 	}
 }
+
+func TestRunPairsTolerant(t *testing.T) {
+	var calls []string
+	secs := []float64{1, 2, 3, 4, 5, 6}
+	var failed []PairFailure
+	ps, fails, err := RunPairsTolerant(context.Background(), 3, 2,
+		fakeTrial("baseline", secs, &calls, -1), fakeTrial("candidate", secs, &calls, 1), nil,
+		func(f PairFailure) { failed = append(failed, f) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Attempt 1 runs the candidate first; it fails, the baseline of that
+	// attempt never runs, and attempt 2 takes its place.
+	if diff := cmp.Diff([]string{"baseline", "candidate", "candidate", "baseline", "candidate", "candidate", "baseline"}, calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	var idx []int
+	for _, p := range ps {
+		idx = append(idx, p.Index)
+		if p.CandidateFirst != CandidateFirst(p.Index) {
+			t.Errorf("pair %d: candidateFirst %v", p.Index, p.CandidateFirst)
+		}
+	}
+	if diff := cmp.Diff([]int{0, 2, 3}, idx); diff != "" {
+		t.Errorf("pair indices (-want +got):\n%s", diff)
+	}
+	if len(fails) != 1 || fails[0].Attempt != 1 || fails[0].Side != "candidate" || !strings.Contains(fails[0].Error, "runtime exploded") {
+		t.Errorf("failures = %+v, want attempt 1's candidate", fails)
+	}
+	if diff := cmp.Diff(fails, failed); diff != "" {
+		t.Errorf("failure callbacks (-want +got):\n%s", diff)
+	}
+}
+
+func TestRunPairsTolerantGivesUp(t *testing.T) {
+	var calls []string
+	always := func(context.Context, int) (Sample, error) {
+		calls = append(calls, "x")
+		return Sample{}, errors.New("refused")
+	}
+	ps, fails, err := RunPairsTolerant(context.Background(), 20, 2, always, always, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "3 failed runs") {
+		t.Fatalf("error %v, want one saying 3 failed runs", err)
+	}
+	if len(ps) != 0 || len(fails) != 3 || len(calls) != 3 {
+		t.Errorf("%d pairs, %d failures, %d calls; want 0, 3, 3", len(ps), len(fails), len(calls))
+	}
+}
