@@ -97,3 +97,68 @@ func TestMarkdownAndEvaluate(t *testing.T) {
 		}
 	}
 }
+
+func TestCRIMarkdownAndEvaluate(t *testing.T) {
+	mk := func(runp, stopp float64) Sample {
+		return Sample{Seconds: runp + stopp, Phases: []Phase{{Name: PhaseRunp, Seconds: runp}, {Name: PhaseStopp, Seconds: stopp}}}
+	}
+	var ps []Pair
+	for i := 0; i < 20; i++ {
+		p, _ := NewPair(i, mk(2, 4), mk(2, 4.2))
+		ps = append(ps, p)
+	}
+	st, err := Stats(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 4, 23, 0, 0, 0, time.UTC)
+	r := &Report{
+		Started: t0, Finished: t0.Add(time.Hour),
+		Machine: Machine{NProc: 2, Kernel: "6.1", CgroupMode: mode.V2},
+		CRI: &CRIResult{
+			LoadGenerator: "4 CPU spinners",
+			Versions:      map[string]string{"containerd": "containerd@v2.4.2"},
+			Cells: []CRICell{
+				{Driver: "cgroupfs", Load: LoadQuiet, Baseline: "runsc-stock", Candidate: "runsc-patched", Pairs: ps, Stats: &st,
+					Span: Span{Started: t0, Finished: t0.Add(10 * time.Minute)}},
+				{Driver: "cgroupfs", Load: LoadLoaded, Baseline: "runsc-stock", Candidate: "runsc-patched", Pairs: ps, Stats: &st,
+					LoadCPU:  &LoadCPU{Spinners: 4, Seconds: 900, Wall: 600, NProc: 2},
+					Failures: []PairFailure{{Attempt: 3, Side: "baseline", Error: "stopp (StopPodSandbox): exit 1 | timeout"}},
+					Span:     Span{Started: t0.Add(10 * time.Minute), Finished: t0.Add(30 * time.Minute)}},
+				{Driver: "systemd", Load: LoadQuiet, Skipped: "needs systemd"},
+			},
+		},
+	}
+	r.Evaluate()
+	var names []string
+	for _, tg := range r.Targets {
+		names = append(names, tg.Name+"="+tg.Status)
+	}
+	want := []string{"pod stop (StopPodSandbox), cgroupfs, quiet=met", "pod stop (StopPodSandbox), cgroupfs, loaded=met", "pod stop (StopPodSandbox), systemd, quiet=not measured"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	var b strings.Builder
+	r.Markdown(&b)
+	md := b.String()
+	for _, s := range []string{
+		"| cgroupfs | quiet | stopp (StopPodSandbox) | 20 | **1.050** | 1.050 – 1.050 | 4.000 | 4.200 |",
+		"| cgroupfs | quiet | runp (RunPodSandbox) | 20 | **1.000** |",
+		"| cgroupfs | quiet | whole lifecycle | 20 | **1.033** |",
+		"load took 75 % of the CPU",
+		"4 CPU spinners", "containerd@v2.4.2",
+		"attempt 3, runsc-stock: stopp (StopPodSandbox): exit 1 \\| timeout",
+		"| systemd | quiet | — | 0 | not measured: needs systemd",
+	} {
+		if !strings.Contains(md, s) {
+			t.Errorf("markdown lacks %q:\n%s", s, md)
+		}
+	}
+	var spans []string
+	for _, s := range r.Spans() {
+		spans = append(spans, s.Name)
+	}
+	if diff := cmp.Diff([]string{"CRI cgroupfs, quiet", "CRI cgroupfs, loaded"}, spans); diff != "" {
+		t.Errorf("spans (-want +got):\n%s", diff)
+	}
+}

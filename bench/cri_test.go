@@ -1,0 +1,236 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/runsc-cgroups/cgconform/clients"
+)
+
+// fakeNode makes fakePods whose calls take scripted times per handler.
+type fakeNode struct {
+	// secs: handler -> phase -> seconds.
+	secs map[string]map[string]float64
+	// fail: handler -> phase that fails (exit 1).
+	fail map[string]string
+	// left: what Settle reports for handler's pods.
+	left  map[string][]string
+	calls []string
+	err   error
+}
+
+func (n *fakeNode) NewPod(_ context.Context, h string) (Pod, error) {
+	if n.err != nil {
+		return nil, n.err
+	}
+	n.calls = append(n.calls, h+":newpod")
+	return &fakePod{n: n, h: h}, nil
+}
+
+type fakePod struct {
+	n *fakeNode
+	h string
+}
+
+func (p *fakePod) step(phase string) clients.Step {
+	p.n.calls = append(p.n.calls, p.h+":"+phase)
+	st := clients.Step{Name: "crictl " + phase, Seconds: p.n.secs[p.h][phase]}
+	if p.n.fail[p.h] == phase {
+		st.Exit, st.Output = 1, "running: not running"
+	}
+	return st
+}
+
+func (p *fakePod) Run(context.Context) clients.Step { return p.step(PhaseRunp) }
+func (p *fakePod) CreateContainer(context.Context, clients.ContainerOptions) clients.Step {
+	return p.step(PhaseCreate)
+}
+func (p *fakePod) StartContainer(context.Context) clients.Step { return p.step(PhaseStart) }
+func (p *fakePod) Stop(context.Context) clients.Step           { return p.step(PhaseStopp) }
+func (p *fakePod) Remove(_ context.Context, force bool) clients.Step {
+	if force {
+		p.n.calls = append(p.n.calls, p.h+":rmp -f")
+		return clients.Step{}
+	}
+	return p.step(PhaseRmp)
+}
+func (p *fakePod) Settle(context.Context) []string {
+	p.n.calls = append(p.n.calls, p.h+":settle")
+	return p.n.left[p.h]
+}
+func (p *fakePod) RemoveCgroup() []string {
+	p.n.calls = append(p.n.calls, p.h+":rmcgroup")
+	return nil
+}
+
+func phaseTimes(runp, create, start, stopp, rmp float64) map[string]float64 {
+	return map[string]float64{PhaseRunp: runp, PhaseCreate: create, PhaseStart: start, PhaseStopp: stopp, PhaseRmp: rmp}
+}
+
+func TestPodLifecycle(t *testing.T) {
+	n := &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(3, 1, 2, 4, 0.5)}}
+	s, err := PodLifecycle(context.Background(), n, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Sample{Seconds: 10.5, Phases: []Phase{{"runp", 3, 0}, {"create", 1, 0}, {"start", 2, 0}, {"stopp", 4, 0}, {"rmp", 0.5, 0}}}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("sample (-want +got):\n%s", diff)
+	}
+	wantCalls := []string{"p:newpod", "p:runp", "p:create", "p:start", "p:stopp", "p:rmp", "p:settle", "p:rmcgroup"}
+	if diff := cmp.Diff(wantCalls, n.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestPodLifecycleFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fail      string
+		left      []string
+		wantCalls []string
+		wantInErr []string
+	}{
+		{"start fails: the pod is force-removed, nothing timed", PhaseStart, nil,
+			[]string{"p:newpod", "p:runp", "p:create", "p:start", "p:rmp -f", "p:settle", "p:rmcgroup"},
+			[]string{"start (StartContainer)", "exit 1", "running: not running"}},
+		{"stopp fails", PhaseStopp, nil,
+			[]string{"p:newpod", "p:runp", "p:create", "p:start", "p:stopp", "p:rmp -f", "p:settle", "p:rmcgroup"},
+			[]string{"stopp (StopPodSandbox)"}},
+		{"a leftover is a failure", "", []string{"memory:/kubepods/besteffort/podx/sandbox"},
+			[]string{"p:newpod", "p:runp", "p:create", "p:start", "p:stopp", "p:rmp", "p:settle", "p:rmcgroup"},
+			[]string{"left after RemovePodSandbox", "podx/sandbox"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(1, 1, 1, 1, 1)},
+				fail: map[string]string{"p": tc.fail}, left: map[string][]string{"p": tc.left}}
+			s, err := PodLifecycle(context.Background(), n, "p")
+			if err == nil {
+				t.Fatalf("no error; sample %+v", s)
+			}
+			for _, w := range tc.wantInErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if diff := cmp.Diff(tc.wantCalls, n.calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+	n := &fakeNode{err: errors.New("no slice")}
+	if _, err := PodLifecycle(context.Background(), n, "p"); err == nil || !strings.Contains(err.Error(), "no slice") {
+		t.Errorf("NewPod failure: error %v", err)
+	}
+}
+
+type fakeLoad struct {
+	events *[]string
+}
+
+func (l fakeLoad) Stop() (*LoadCPU, error) {
+	*l.events = append(*l.events, "load stop")
+	return &LoadCPU{Spinners: 4, Seconds: 30, Wall: 20, NProc: 2}, nil
+}
+
+func TestCRIEnvRun(t *testing.T) {
+	var events []string
+	nodes := map[string]*fakeNode{}
+	e := &CRIEnv{
+		Pairs: 3, MaxFailures: 1, Warmup: 1,
+		Drivers: []string{"cgroupfs", "systemd"}, Loads: []string{LoadQuiet, LoadLoaded},
+		Baseline: "stock", Candidate: "patched",
+		Skip: func(d string) string {
+			if d == "systemd" {
+				return "no systemd here"
+			}
+			return ""
+		},
+		Start: func(_ context.Context, d string) (PodNode, func() []string, error) {
+			events = append(events, "start "+d)
+			n := &fakeNode{secs: map[string]map[string]float64{
+				"stock":   phaseTimes(2, 1, 1, 2, 1),
+				"patched": phaseTimes(2, 1, 1, 3, 1),
+			}}
+			nodes[d] = n
+			return n, func() []string { events = append(events, "stop "+d); return nil }, nil
+		},
+		StartLoad: func() (Load, error) {
+			events = append(events, "load start")
+			return fakeLoad{&events}, nil
+		},
+	}
+	res := e.Run(context.Background())
+	if diff := cmp.Diff([]string{"start cgroupfs", "load start", "load stop", "stop cgroupfs"}, events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	var names []string
+	for _, c := range res.Cells {
+		names = append(names, fmt.Sprintf("%s/%s/%d/%s", c.Driver, c.Load, len(c.Pairs), c.Skipped))
+	}
+	want := []string{"cgroupfs/quiet/3/", "cgroupfs/loaded/3/", "systemd/quiet/0/no systemd here", "systemd/loaded/0/no systemd here"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("cells (-want +got):\n%s", diff)
+	}
+	c := res.Cells[0]
+	if pr := c.PhaseRatio(PhaseStopp); pr == nil || pr.Ratio.Median != 1.5 {
+		t.Errorf("stopp ratio %+v, want median 1.5", pr)
+	}
+	if pr := c.PhaseRatio(PhaseRunp); pr == nil || pr.Ratio.Median != 1 {
+		t.Errorf("runp ratio %+v, want median 1", pr)
+	}
+	if res.Cells[1].LoadCPU == nil || res.Cells[1].LoadCPU.Share() != 0.75 {
+		t.Errorf("loaded cell's load CPU %+v, want a share of 0.75", res.Cells[1].LoadCPU)
+	}
+	if res.Cells[0].LoadCPU != nil {
+		t.Errorf("quiet cell has load CPU %+v", res.Cells[0].LoadCPU)
+	}
+	// One warm-up lifecycle per handler, then 3 pairs per cell.
+	newpods := 0
+	for _, call := range nodes["cgroupfs"].calls {
+		if strings.HasSuffix(call, ":newpod") {
+			newpods++
+		}
+	}
+	if newpods != 2+2*3*2 {
+		t.Errorf("%d pods made, want 14 (2 warm-up, 12 timed)", newpods)
+	}
+}
+
+func TestCRIEnvCellFailures(t *testing.T) {
+	e := &CRIEnv{
+		Pairs: 2, MaxFailures: 1, Drivers: []string{"cgroupfs"}, Loads: []string{LoadQuiet},
+		Baseline: "stock", Candidate: "patched",
+		Start: func(context.Context, string) (PodNode, func() []string, error) {
+			return &fakeNode{secs: map[string]map[string]float64{"stock": phaseTimes(1, 1, 1, 1, 1), "patched": phaseTimes(1, 1, 1, 1, 1)},
+				fail: map[string]string{"patched": PhaseStart}}, func() []string { return nil }, nil
+		},
+	}
+	res := e.Run(context.Background())
+	c := res.Cells[0]
+	if c.Error == "" || len(c.Failures) != 2 || c.CandidateFailures() != 2 || c.Stats != nil {
+		t.Errorf("cell %+v: want 2 candidate failures, an error, no stats", c)
+	}
+}
+
+func TestCheckCRILists(t *testing.T) {
+	for _, tc := range []struct {
+		drivers, loads []string
+		ok             bool
+	}{
+		{[]string{"cgroupfs", "systemd"}, []string{"quiet", "loaded"}, true},
+		{[]string{"systemd"}, []string{"loaded"}, true},
+		{[]string{"cgroupfs", "sytemd"}, []string{"quiet"}, false},
+		{[]string{"cgroupfs"}, []string{"busy"}, false},
+		{nil, []string{"quiet"}, false},
+	} {
+		if err := checkCRILists(tc.drivers, tc.loads); (err == nil) != tc.ok {
+			t.Errorf("checkCRILists(%v, %v) = %v, want ok %v", tc.drivers, tc.loads, err, tc.ok)
+		}
+	}
+}
