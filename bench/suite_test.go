@@ -117,3 +117,33 @@ func TestContentionByScenario(t *testing.T) {
 		t.Errorf("section markdown lacks the per-scenario contention:\n%s", b.String())
 	}
 }
+
+func TestVMDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		mode, given string
+		timeout     time.Duration
+		wantArgs    string
+		wantLimit   time.Duration
+	}{
+		{"v2", "", 0, defaultVMArgs, 110 * time.Minute},
+		{"systemd-v2", "", 0, defaultCRIVMArgs, 3 * time.Hour},
+		{"systemd-v1", "-only cri -pairs 5", time.Hour, "-only cri -pairs 5", time.Hour},
+		{"hybrid", "-pairs 3", 0, "-pairs 3", 110 * time.Minute},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			args, limit, err := vmDefaults(tc.mode, tc.given, tc.timeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if args != tc.wantArgs || limit != tc.wantLimit {
+				t.Errorf("vmDefaults(%q, %q, %v) = %q, %v; want %q, %v", tc.mode, tc.given, tc.timeout, args, limit, tc.wantArgs, tc.wantLimit)
+			}
+		})
+	}
+	if _, _, err := vmDefaults("v3", "", 0); err == nil {
+		t.Error("an unknown mode was accepted")
+	}
+	if !strings.Contains(defaultCRIVMArgs, "-only cri") {
+		t.Errorf("the systemd modes' default %q does not run the CRI scenario", defaultCRIVMArgs)
+	}
+}
