@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/clients/build"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 )
 
@@ -198,5 +199,79 @@ func TestPollForStopsWithTheCase(t *testing.T) {
 		}
 	case <-time.After(time.Minute): // A safety net, not a timing assert.
 		t.Fatal("pollFor ignored the cancelled context")
+	}
+}
+
+func TestRetry(t *testing.T) {
+	fails := 2
+	calls := 0
+	st := Retry(5, func() Step {
+		calls++
+		if fails > 0 {
+			fails--
+			return Step{Name: "crictl stopp", Exit: 1, Seconds: 2, Output: "failed to get task: context deadline exceeded"}
+		}
+		return Step{Name: "crictl stopp", Seconds: 1}
+	})
+	if !st.OK() || calls != 3 || st.Attempts != 3 || st.Seconds != 5 || len(st.Retried) != 2 {
+		t.Errorf("got %+v after %d calls: want ok, 3 attempts, 5 s, 2 retried", st, calls)
+	}
+	if !strings.Contains(st.Retried[0], "exit 1 after 2.0s: failed to get task: context deadline exceeded") {
+		t.Errorf("retried %q", st.Retried)
+	}
+	calls = 0
+	st = Retry(3, func() Step { calls++; return Step{Exit: 1, Seconds: 1} })
+	if st.OK() || calls != 3 || st.Attempts != 3 || st.Seconds != 3 {
+		t.Errorf("always failing: %+v after %d calls", st, calls)
+	}
+	calls = 0
+	if st = Retry(0, func() Step { calls++; return Step{} }); calls != 1 || st.Attempts != 1 {
+		t.Errorf("Retry(0): %d calls, %+v", calls, st)
+	}
+}
+
+// fakeCrictl is a crictl that records its arguments and answers inspectp
+// and inspect as crictl -q -o json does (status only, no info).
+func fakeCrictl(t *testing.T, fail bool) (*Containerd, string) {
+	t.Helper()
+	dir := t.TempDir()
+	argsLog := filepath.Join(dir, "args")
+	script := "#!/bin/sh\necho \"$@\" >>" + argsLog + "\n"
+	if fail {
+		script += "echo 'E1205 get pod sandbox status: context deadline exceeded' >&2; exit 1\n"
+	} else {
+		script += `case "$*" in
+*inspectp*) echo '{"status":{"id":"sb","state":"SANDBOX_READY"}}' ;;
+*) echo '{"status":{"id":"ct","state":"CONTAINER_RUNNING"}}' ;;
+esac
+`
+	}
+	bin := filepath.Join(dir, "crictl")
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &Containerd{Layout: Layout{Base: dir}, opts: Options{Bins: &build.Binaries{Crictl: bin, Containerd: bin}, Runc: "/bin/true"}}, argsLog
+}
+
+// Status asks what the kubelet asks (verbose false): containerd answers
+// from its records and never waits on the shim.
+func TestPodStatusIsNotVerbose(t *testing.T) {
+	c, argsLog := fakeCrictl(t, false)
+	p := &Pod{c: c, SandboxID: "sb", ContainerID: "ct", Limit: 10 * time.Second}
+	s := p.Status(context.Background())
+	if s.SandboxState != "SANDBOX_READY" || s.ContainerState != "CONTAINER_RUNNING" || len(s.Steps) != 2 {
+		t.Errorf("status %+v", s)
+	}
+	args, _ := os.ReadFile(argsLog)
+	for _, line := range strings.Split(strings.TrimSpace(string(args)), "\n") {
+		if !strings.Contains(line, " -q ") && !strings.HasSuffix(line, " -q") && !strings.Contains(line, "--quiet") {
+			t.Errorf("crictl %q is verbose", line)
+		}
+	}
+	c, _ = fakeCrictl(t, true)
+	p = &Pod{c: c, SandboxID: "sb", Limit: 10 * time.Second}
+	s = p.Status(context.Background())
+	if s.SandboxState != "" || len(s.Steps) != 1 || !strings.Contains(s.Steps[0].Output, "context deadline exceeded") {
+		t.Errorf("failed crictl: %+v, want no state and crictl's output kept", s)
 	}
 }
