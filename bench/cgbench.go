@@ -130,6 +130,7 @@ func measureMain(args []string) int {
 	criLoads := fs.String("cri-loads", "quiet,loaded", "load conditions of the CRI scenario: quiet, loaded (with -cri-spinners CPU spinners)")
 	fs.IntVar(&criOpts.Spinners, "cri-spinners", 2*runtime.NumCPU(), "CPU spinners of the CRI scenario's load generator")
 	fs.IntVar(&criOpts.MaxFailures, "cri-max-failures", 3, "failed pod lifecycles a CRI cell reports and replaces before it stops")
+	fs.IntVar(&criOpts.Attempts, "cri-attempts", 10, "calls a failing StopPodSandbox or RemovePodSandbox gets (retried at once, as the kubelet retries a failed pod stop), counted in the phase's time")
 	fs.IntVar(&criOpts.Warmup, "cri-warmup", 1, "untimed pod lifecycles per handler before a driver's first cell")
 	fs.DurationVar(&criOpts.Settle, "cri-settle", 30*time.Second, "how long a removed pod's processes and cgroups may take to go before that is a leak")
 	fs.BoolVar(&criOpts.Debug, "cri-debug", false, "runsc --debug and containerd's debug log; keep the logs of each cell's slowest StopPodSandbox and of failed pods")

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -61,58 +62,70 @@ type PodNode interface {
 
 // PodLifecycle times one pod with handler: RunPodSandbox, CreateContainer
 // and StartContainer of the image's default command, StopPodSandbox,
-// RemovePodSandbox. A failed call, or anything left once the pod is gone,
-// is an error and no timing; the pod is removed whatever happened.
-func PodLifecycle(ctx context.Context, n PodNode, handler string) (Sample, error) {
+// RemovePodSandbox. A failed StopPodSandbox or RemovePodSandbox is retried
+// at once, up to attempts calls in all, as the kubelet retries a pod stop
+// that failed on its next sync; the phase's time is that of every call,
+// and Phase.Attempts says how many there were. Any other failed call, or
+// anything left once the pod is gone, is an error and no timing; the pod
+// is removed whatever happened (rmp -f, retried the same way), and a pod
+// that will not go is an error wrapping ErrAbort.
+func PodLifecycle(ctx context.Context, n PodNode, handler string, attempts int) (Sample, error) {
+	attempts = max(attempts, 1)
 	pod, err := n.NewPod(ctx, handler)
 	if err != nil {
 		return Sample{}, fmt.Errorf("making the pod's cgroup as the kubelet does: %w", err)
 	}
 	calls := []struct {
-		name string
-		call func() clients.Step
+		name  string
+		retry bool
+		call  func() clients.Step
 	}{
-		{PhaseRunp, func() clients.Step { return pod.Run(ctx) }},
-		{PhaseCreate, func() clients.Step { return pod.CreateContainer(ctx, clients.ContainerOptions{}) }},
-		{PhaseStart, func() clients.Step { return pod.StartContainer(ctx) }},
-		{PhaseStopp, func() clients.Step { return pod.Stop(ctx) }},
-		{PhaseRmp, func() clients.Step { return pod.Remove(ctx, false) }},
+		{PhaseRunp, false, func() clients.Step { return pod.Run(ctx) }},
+		{PhaseCreate, false, func() clients.Step { return pod.CreateContainer(ctx, clients.ContainerOptions{}) }},
+		{PhaseStart, false, func() clients.Step { return pod.StartContainer(ctx) }},
+		{PhaseStopp, true, func() clients.Step { return pod.Stop(ctx) }},
+		{PhaseRmp, true, func() clients.Step { return pod.Remove(ctx, false) }},
 	}
 	var s Sample
 	for _, c := range calls {
-		st := c.call()
-		if !st.OK() {
-			// Undoing runs even when ctx is done.
-			undo := context.WithoutCancel(ctx)
-			pod.Remove(undo, true)
-			pod.Settle(undo)
-			pod.RemoveCgroup()
-			return Sample{}, fmt.Errorf("%s (%s): %s", c.name, CRIPhaseNames[c.name], describeStep(st))
+		tries := 1
+		if c.retry {
+			tries = attempts
 		}
-		s.Phases = append(s.Phases, Phase{Name: c.name, Seconds: st.Seconds})
-		s.Seconds += st.Seconds
+		st := clients.Retry(tries, c.call)
+		ph := Phase{Name: c.name, Seconds: st.Seconds, Attempts: st.Attempts}
+		if !st.OK() {
+			what := clients.Describe(st)
+			if st.Attempts > 1 {
+				what = fmt.Sprintf("%d attempts, the last: %s", st.Attempts, what)
+			}
+			err := fmt.Errorf("%s (%s): %s", c.name, CRIPhaseNames[c.name], what)
+			if left := removePod(context.WithoutCancel(ctx), pod, attempts); len(left) > 0 {
+				return Sample{}, fmt.Errorf("%w; the pod would not go: %s: %w", err, strings.Join(left, "; "), ErrAbort)
+			}
+			return Sample{}, err
+		}
+		s.Phases = append(s.Phases, ph)
+		s.Seconds += ph.Seconds
 	}
 	left := pod.Settle(ctx)
 	left = append(left, pod.RemoveCgroup()...)
 	if len(left) > 0 {
-		return Sample{}, fmt.Errorf("%s left after RemovePodSandbox: %s", handler, strings.Join(left, "; "))
+		return Sample{}, fmt.Errorf("%s left after RemovePodSandbox: %s: %w", handler, strings.Join(left, "; "), ErrAbort)
 	}
 	return s, nil
 }
 
-// describeStep says how a client call ended, with the end of its output.
-func describeStep(st clients.Step) string {
-	msg := fmt.Sprintf("exit %d after %.1fs", st.Exit, st.Seconds)
-	if st.Err != "" {
-		msg += " (" + st.Err + ")"
+// removePod removes a pod that failed (rmp -f, up to attempts times until
+// it works), waits for it to go and removes its cgroup; it lists what
+// stayed.
+func removePod(ctx context.Context, pod Pod, attempts int) []string {
+	st := clients.Retry(attempts, func() clients.Step { return pod.Remove(ctx, true) })
+	left := pod.Settle(ctx)
+	if len(left) > 0 && !st.OK() {
+		left = append(left, "rmp -f: "+clients.Describe(st))
 	}
-	if out := strings.TrimSpace(st.Output); out != "" {
-		if len(out) > 600 {
-			out = "…" + out[len(out)-600:]
-		}
-		msg += ": " + out
-	}
-	return msg
+	return append(left, pod.RemoveCgroup()...)
 }
 
 // CRICell is one driver x load condition: pairs of stock and patched pods.
@@ -190,6 +203,9 @@ type CRIEnv struct {
 	// Warmup lifecycles per handler before a driver's first cell, not
 	// timed (the first pod of a containerd pays for cold caches).
 	Warmup int
+	// Attempts bounds the calls of a StopPodSandbox or RemovePodSandbox
+	// that fails (PodLifecycle).
+	Attempts int
 	// After, when set, is called after each lifecycle (logs to keep).
 	After func(cell *CRICell, handler string, s Sample, err error)
 	Log   io.Writer
@@ -230,11 +246,18 @@ func (e *CRIEnv) Run(ctx context.Context) CRIResult {
 			continue
 		}
 		e.warmup(ctx, node, d)
+		dirty := ""
 		for i := range cells {
 			if ctx.Err() != nil {
 				break
 			}
-			e.cell(ctx, node, &cells[i])
+			if dirty != "" {
+				cells[i].Error = "not run: " + dirty
+				continue
+			}
+			if err := e.cell(ctx, node, &cells[i]); errors.Is(err, ErrAbort) {
+				dirty = fmt.Sprintf("the %s cell left the node unfit for more pods: %v", cells[i].Name(), err)
+			}
 		}
 		for _, l := range stop() {
 			res.Notes = append(res.Notes, fmt.Sprintf("stopping containerd (%s driver): %s", d, l))
@@ -254,7 +277,7 @@ func (e *CRIEnv) skip(driver string) string {
 func (e *CRIEnv) warmup(ctx context.Context, node PodNode, driver string) {
 	for i := 0; i < e.Warmup; i++ {
 		for _, h := range []string{e.Baseline, e.Candidate} {
-			if _, err := PodLifecycle(ctx, node, h); err != nil {
+			if _, err := PodLifecycle(ctx, node, h, e.Attempts); err != nil {
 				e.logf("%s: warm-up pod with %s failed (not counted): %v", driver, h, err)
 			}
 		}
@@ -263,18 +286,18 @@ func (e *CRIEnv) warmup(ctx context.Context, node PodNode, driver string) {
 
 // cell runs the pairs of one cell, with the load generator running around
 // them when the cell is a loaded one.
-func (e *CRIEnv) cell(ctx context.Context, node PodNode, c *CRICell) {
+func (e *CRIEnv) cell(ctx context.Context, node PodNode, c *CRICell) error {
 	c.Span = startSpan()
 	defer c.Span.end()
 	if c.Load == LoadLoaded {
 		if e.StartLoad == nil {
 			c.Skipped = "no load generator"
-			return
+			return nil
 		}
 		l, err := e.StartLoad()
 		if err != nil {
 			c.Error = "starting the load generator: " + err.Error()
-			return
+			return err
 		}
 		defer func() {
 			cpu, err := l.Stop()
@@ -286,7 +309,7 @@ func (e *CRIEnv) cell(ctx context.Context, node PodNode, c *CRICell) {
 	}
 	trial := func(h string) Trial {
 		return func(ctx context.Context, _ int) (Sample, error) {
-			s, err := PodLifecycle(ctx, node, h)
+			s, err := PodLifecycle(ctx, node, h, e.Attempts)
 			if e.After != nil {
 				e.After(c, h, s, err)
 			}
@@ -308,14 +331,15 @@ func (e *CRIEnv) cell(ctx context.Context, node PodNode, c *CRICell) {
 		c.Error = err.Error()
 	}
 	if len(ps) == 0 {
-		return
+		return err
 	}
 	st, serr := Stats(ps)
 	if serr != nil {
 		c.Error = strings.TrimPrefix(c.Error+"; "+serr.Error(), "; ")
-		return
+		return err
 	}
 	c.Stats = &st
+	return err
 }
 
 // phaseSeconds is the time of the named phase of s (0 when absent).

@@ -18,6 +18,12 @@ type fakeNode struct {
 	secs map[string]map[string]float64
 	// fail: handler -> phase that fails (exit 1).
 	fail map[string]string
+	// flaky: handler -> phase -> how many calls fail before one works.
+	flaky map[string]map[string]int
+	// dirty: what Settle reports after a forced removal (the pod would
+	// not go).
+	dirty  []string
+	forced bool
 	// left: what Settle reports for handler's pods.
 	left  map[string][]string
 	calls []string
@@ -43,6 +49,10 @@ func (p *fakePod) step(phase string) clients.Step {
 	if p.n.fail[p.h] == phase {
 		st.Exit, st.Output = 1, "running: not running"
 	}
+	if p.n.flaky[p.h][phase] > 0 {
+		p.n.flaky[p.h][phase]--
+		st.Exit, st.Output = 1, "failed to get task for container: context deadline exceeded"
+	}
 	return st
 }
 
@@ -55,12 +65,20 @@ func (p *fakePod) Stop(context.Context) clients.Step           { return p.step(P
 func (p *fakePod) Remove(_ context.Context, force bool) clients.Step {
 	if force {
 		p.n.calls = append(p.n.calls, p.h+":rmp -f")
+		p.n.forced = true
+		if p.n.flaky[p.h]["rmp -f"] > 0 {
+			p.n.flaky[p.h]["rmp -f"]--
+			return clients.Step{Exit: 1, Output: "context deadline exceeded"}
+		}
 		return clients.Step{}
 	}
 	return p.step(PhaseRmp)
 }
 func (p *fakePod) Settle(context.Context) []string {
 	p.n.calls = append(p.n.calls, p.h+":settle")
+	if p.n.forced && p.n.dirty != nil {
+		return p.n.dirty
+	}
 	return p.n.left[p.h]
 }
 func (p *fakePod) RemoveCgroup() []string {
@@ -74,11 +92,11 @@ func phaseTimes(runp, create, start, stopp, rmp float64) map[string]float64 {
 
 func TestPodLifecycle(t *testing.T) {
 	n := &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(3, 1, 2, 4, 0.5)}}
-	s, err := PodLifecycle(context.Background(), n, "p")
+	s, err := PodLifecycle(context.Background(), n, "p", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Sample{Seconds: 10.5, Phases: []Phase{{"runp", 3, 0}, {"create", 1, 0}, {"start", 2, 0}, {"stopp", 4, 0}, {"rmp", 0.5, 0}}}
+	want := Sample{Seconds: 10.5, Phases: []Phase{{"runp", 3, 0, 1}, {"create", 1, 0, 1}, {"start", 2, 0, 1}, {"stopp", 4, 0, 1}, {"rmp", 0.5, 0, 1}}}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("sample (-want +got):\n%s", diff)
 	}
@@ -99,9 +117,9 @@ func TestPodLifecycleFailures(t *testing.T) {
 		{"start fails: the pod is force-removed, nothing timed", PhaseStart, nil,
 			[]string{"p:newpod", "p:runp", "p:create", "p:start", "p:rmp -f", "p:settle", "p:rmcgroup"},
 			[]string{"start (StartContainer)", "exit 1", "running: not running"}},
-		{"stopp fails", PhaseStopp, nil,
-			[]string{"p:newpod", "p:runp", "p:create", "p:start", "p:stopp", "p:rmp -f", "p:settle", "p:rmcgroup"},
-			[]string{"stopp (StopPodSandbox)"}},
+		{"stopp fails every time", PhaseStopp, nil,
+			[]string{"p:newpod", "p:runp", "p:create", "p:start", "p:stopp", "p:stopp", "p:stopp", "p:rmp -f", "p:settle", "p:rmcgroup"},
+			[]string{"stopp (StopPodSandbox): 3 attempts, the last: exit 1"}},
 		{"a leftover is a failure", "", []string{"memory:/kubepods/besteffort/podx/sandbox"},
 			[]string{"p:newpod", "p:runp", "p:create", "p:start", "p:stopp", "p:rmp", "p:settle", "p:rmcgroup"},
 			[]string{"left after RemovePodSandbox", "podx/sandbox"}},
@@ -109,7 +127,7 @@ func TestPodLifecycleFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n := &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(1, 1, 1, 1, 1)},
 				fail: map[string]string{"p": tc.fail}, left: map[string][]string{"p": tc.left}}
-			s, err := PodLifecycle(context.Background(), n, "p")
+			s, err := PodLifecycle(context.Background(), n, "p", 3)
 			if err == nil {
 				t.Fatalf("no error; sample %+v", s)
 			}
@@ -118,13 +136,16 @@ func TestPodLifecycleFailures(t *testing.T) {
 					t.Errorf("error %q does not say %q", err, w)
 				}
 			}
+			if errors.Is(err, ErrAbort) != (tc.left != nil) {
+				t.Errorf("error %v: ErrAbort %v, want it only for a leftover", err, errors.Is(err, ErrAbort))
+			}
 			if diff := cmp.Diff(tc.wantCalls, n.calls); diff != "" {
 				t.Errorf("calls (-want +got):\n%s", diff)
 			}
 		})
 	}
 	n := &fakeNode{err: errors.New("no slice")}
-	if _, err := PodLifecycle(context.Background(), n, "p"); err == nil || !strings.Contains(err.Error(), "no slice") {
+	if _, err := PodLifecycle(context.Background(), n, "p", 3); err == nil || !strings.Contains(err.Error(), "no slice") {
 		t.Errorf("NewPod failure: error %v", err)
 	}
 }
@@ -232,5 +253,83 @@ func TestCheckCRILists(t *testing.T) {
 		if err := checkCRILists(tc.drivers, tc.loads); (err == nil) != tc.ok {
 			t.Errorf("checkCRILists(%v, %v) = %v, want ok %v", tc.drivers, tc.loads, err, tc.ok)
 		}
+	}
+}
+
+// StopPodSandbox and RemovePodSandbox are retried at once, as the kubelet
+// retries a pod stop that failed; the phase's time is every attempt's.
+func TestPodLifecycleRetriesStop(t *testing.T) {
+	n := &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(1, 1, 1, 2, 1)},
+		flaky: map[string]map[string]int{"p": {PhaseStopp: 2, PhaseRmp: 1}}}
+	s, err := PodLifecycle(context.Background(), n, "p", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Phase{{"runp", 1, 0, 1}, {"create", 1, 0, 1}, {"start", 1, 0, 1}, {"stopp", 6, 0, 3}, {"rmp", 2, 0, 2}}
+	if diff := cmp.Diff(want, s.Phases); diff != "" {
+		t.Errorf("phases (-want +got):\n%s", diff)
+	}
+	if s.Seconds != 11 {
+		t.Errorf("seconds %v, want 11 (every attempt counts)", s.Seconds)
+	}
+	// Out of attempts: a failed pod.
+	n = &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(1, 1, 1, 2, 1)},
+		flaky: map[string]map[string]int{"p": {PhaseStopp: 3}}}
+	if _, err := PodLifecycle(context.Background(), n, "p", 3); err == nil || !strings.Contains(err.Error(), "3 attempts") {
+		t.Errorf("error %v, want one after 3 attempts", err)
+	}
+	// runp, create and start are not retried: the kubelet would make a
+	// new sandbox, not retry this one.
+	n = &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(1, 1, 1, 2, 1)},
+		flaky: map[string]map[string]int{"p": {PhaseStart: 1}}}
+	if _, err := PodLifecycle(context.Background(), n, "p", 3); err == nil {
+		t.Error("a failed start was retried")
+	}
+}
+
+// A failed pod is removed with rmp -f, retried as well; a pod that will
+// not go leaves the node dirty, and that ends the cell at once.
+func TestPodLifecycleCleanup(t *testing.T) {
+	n := &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(1, 1, 1, 2, 1)},
+		fail: map[string]string{"p": PhaseStart}, flaky: map[string]map[string]int{"p": {"rmp -f": 2}}}
+	_, err := PodLifecycle(context.Background(), n, "p", 3)
+	if err == nil || errors.Is(err, ErrAbort) {
+		t.Fatalf("error %v, want a failed pod that was cleaned up", err)
+	}
+	forced := 0
+	for _, c := range n.calls {
+		if c == "p:rmp -f" {
+			forced++
+		}
+	}
+	if forced != 3 {
+		t.Errorf("rmp -f ran %d times, want 3 (two failed)", forced)
+	}
+	n = &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(1, 1, 1, 2, 1)},
+		fail: map[string]string{"p": PhaseStart}, dirty: []string{"pid 42 (runsc-sandbox)"}}
+	_, err = PodLifecycle(context.Background(), n, "p", 3)
+	if !errors.Is(err, ErrAbort) || !strings.Contains(err.Error(), "pid 42") {
+		t.Errorf("error %v, want ErrAbort naming what stayed", err)
+	}
+}
+
+// A pod that leaves something behind ends its cell, and the driver's
+// later cells do not run on the dirty node.
+func TestCRIEnvDirtyNode(t *testing.T) {
+	e := &CRIEnv{
+		Pairs: 2, MaxFailures: 3, Drivers: []string{"cgroupfs"}, Loads: []string{LoadQuiet, LoadLoaded},
+		Baseline: "stock", Candidate: "patched",
+		Start: func(context.Context, string) (PodNode, func() []string, error) {
+			return &fakeNode{secs: map[string]map[string]float64{"stock": phaseTimes(1, 1, 1, 1, 1), "patched": phaseTimes(1, 1, 1, 1, 1)},
+				left: map[string][]string{"stock": {"pid 7 (runsc-sandbox)"}}}, func() []string { return nil }, nil
+		},
+		StartLoad: func() (Load, error) { t.Error("the load started on a dirty node"); return nil, errors.New("no") },
+	}
+	res := e.Run(context.Background())
+	if len(res.Cells[0].Failures) != 1 || !strings.Contains(res.Cells[0].Error, "pid 7") {
+		t.Errorf("quiet cell: %+v", res.Cells[0])
+	}
+	if !strings.HasPrefix(res.Cells[1].Error, "not run: the cgroupfs, quiet cell left the node unfit") {
+		t.Errorf("loaded cell error %q", res.Cells[1].Error)
 	}
 }

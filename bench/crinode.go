@@ -89,7 +89,10 @@ type CRIOptions struct {
 	// Spinners is the load generator's process count.
 	Spinners    int
 	MaxFailures int
-	Warmup      int
+	// Attempts bounds the calls of a failing StopPodSandbox or
+	// RemovePodSandbox (retried at once, as the kubelet retries).
+	Attempts int
+	Warmup   int
 	// Limit bounds each crictl call, Settle the wait after each pod.
 	Limit, Settle time.Duration
 	// Throwaway allows the systemd driver, whose pod slices live at the
@@ -167,7 +170,7 @@ func runCRI(ctx context.Context, p *plan, tree *cgroupfs.Tree, log io.Writer) CR
 		{Name: p.Patched.Name, Shim: bins.RunscShim["patched"], Runsc: p.Patched.Path, LogDir: current(p.Patched.Name)},
 	}
 	e := &CRIEnv{
-		Pairs: p.Pairs, MaxFailures: o.MaxFailures, Warmup: o.Warmup,
+		Pairs: p.Pairs, MaxFailures: o.MaxFailures, Warmup: o.Warmup, Attempts: o.Attempts,
 		Drivers: o.Drivers, Loads: o.Loads,
 		Baseline: p.Stock.Name, Candidate: p.Patched.Name,
 		Log: log,

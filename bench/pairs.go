@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -22,7 +23,14 @@ type Phase struct {
 	Name       string  `json:"name"`
 	Seconds    float64 `json:"seconds"`
 	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
+	// Attempts is how many calls the phase took when failed calls are
+	// retried (the CRI scenario's pod stop); 0 or 1: the first worked.
+	Attempts int `json:"attempts,omitempty"`
 }
+
+// ErrAbort, wrapped in a trial's error, ends RunPairsTolerant at once: the
+// failure left the machine unfit for more runs.
+var ErrAbort = errors.New("cannot go on")
 
 // Trial runs the measured operation once. It returns an error when the
 // operation failed; a failed operation is never timed.
@@ -166,6 +174,9 @@ func RunPairsTolerant(ctx context.Context, n, maxFailures int, baseline, candida
 			fails = append(fails, f)
 			if failed != nil {
 				failed(f)
+			}
+			if errors.Is(err, ErrAbort) {
+				return pairs, fails, fmt.Errorf("attempt %d, %s: %w", a, side, err)
 			}
 			if len(fails) > maxFailures {
 				return pairs, fails, fmt.Errorf("%d failed runs, more than the %d allowed; the last: attempt %d, %s: %w", len(fails), maxFailures, a, side, err)

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -244,5 +245,17 @@ func TestRunPairsTolerantGivesUp(t *testing.T) {
 	}
 	if len(ps) != 0 || len(fails) != 3 || len(calls) != 3 {
 		t.Errorf("%d pairs, %d failures, %d calls; want 0, 3, 3", len(ps), len(fails), len(calls))
+	}
+}
+
+func TestRunPairsTolerantAborts(t *testing.T) {
+	var calls []string
+	abort := func(context.Context, int) (Sample, error) {
+		calls = append(calls, "x")
+		return Sample{}, fmt.Errorf("pod would not go: %w", ErrAbort)
+	}
+	_, fails, err := RunPairsTolerant(context.Background(), 20, 5, abort, abort, nil, nil)
+	if !errors.Is(err, ErrAbort) || len(fails) != 1 || len(calls) != 1 {
+		t.Errorf("err %v, %d failures, %d calls; want ErrAbort after the first", err, len(fails), len(calls))
 	}
 }

@@ -351,7 +351,7 @@ func (r *Report) criMarkdown(w io.Writer) {
 		sort.Strings(vs)
 		fmt.Fprintf(w, "\nClients: %s.\n", strings.Join(vs, "; "))
 	}
-	fmt.Fprintf(w, "\n| driver | load | phase | pairs | median ratio | 95 %% interval | stock median s | patched median s | failed pods (stock / patched) | load |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n| driver | load | phase | pairs | median ratio | 95 %% interval | stock median s | patched median s | failed calls retried, in pods (stock / patched) | failed pods (stock / patched) | load |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i := range c.Cells {
 		cl := &c.Cells[i]
 		fails := fmt.Sprintf("%d / %d", len(cl.Failures)-cl.CandidateFailures(), cl.CandidateFailures())
@@ -364,7 +364,7 @@ func (r *Report) criMarkdown(w io.Writer) {
 			if why == "" {
 				why = "failed: " + cl.Error
 			}
-			fmt.Fprintf(w, "| %s | %s | — | %d | not measured: %s | | | | %s | %s |\n", cl.Driver, cl.Load, len(cl.Pairs), cell(why), fails, load)
+			fmt.Fprintf(w, "| %s | %s | — | %d | not measured: %s | | | | | %s | %s |\n", cl.Driver, cl.Load, len(cl.Pairs), cell(why), fails, load)
 			continue
 		}
 		for _, name := range criPhaseOrder {
@@ -372,11 +372,11 @@ func (r *Report) criMarkdown(w io.Writer) {
 			if pr == nil {
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %s | %s (%s) | %d | **%.3f** | %s | %.3f | %.3f | %s | %s |\n", cl.Driver, cl.Load, name, CRIPhaseNames[name],
-				pr.Ratio.N, pr.Ratio.Median, intervalCell(pr.Interval), pr.Baseline.Median, pr.Candidate.Median, fails, load)
+			fmt.Fprintf(w, "| %s | %s | %s (%s) | %d | **%.3f** | %s | %.3f | %.3f | %s | %s | %s |\n", cl.Driver, cl.Load, name, CRIPhaseNames[name],
+				pr.Ratio.N, pr.Ratio.Median, intervalCell(pr.Interval), pr.Baseline.Median, pr.Candidate.Median, retriedCell(cl.Pairs, name), fails, load)
 		}
 		st := cl.Stats
-		fmt.Fprintf(w, "| %s | %s | whole lifecycle | %d | **%.3f** | %s | %.3f | %.3f | %s | %s |\n", cl.Driver, cl.Load,
+		fmt.Fprintf(w, "| %s | %s | whole lifecycle | %d | **%.3f** | %s | %.3f | %.3f | | %s | %s |\n", cl.Driver, cl.Load,
 			st.Pairs, st.Ratio.Median, intervalCell(st.RatioInterval), st.Baseline.Median, st.Candidate.Median, fails, load)
 	}
 	var failed []string
@@ -405,6 +405,28 @@ func (r *Report) criMarkdown(w io.Writer) {
 	if c.Error != "" {
 		fmt.Fprintf(w, "\n**Not run:** %s\n", cell(c.Error))
 	}
+}
+
+// retriedCell says, per side, how many failed calls of phase were retried
+// and in how many pods ("—" when none was).
+func retriedCell(pairs []Pair, phase string) string {
+	count := func(side func(Pair) Sample) (calls, pods int) {
+		for _, p := range pairs {
+			for _, ph := range side(p).Phases {
+				if ph.Name == phase && ph.Attempts > 1 {
+					calls += ph.Attempts - 1
+					pods++
+				}
+			}
+		}
+		return calls, pods
+	}
+	bc, bp := count(func(p Pair) Sample { return p.Baseline })
+	cc, cp := count(func(p Pair) Sample { return p.Candidate })
+	if bc+cc == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%d in %d / %d in %d", bc, bp, cc, cp)
 }
 
 func intervalCell(iv *Interval) string {
