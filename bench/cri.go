@@ -93,7 +93,7 @@ func PodLifecycle(ctx context.Context, n PodNode, handler string, attempts int) 
 			tries = attempts
 		}
 		st := clients.Retry(tries, c.call)
-		ph := Phase{Name: c.name, Seconds: st.Seconds, Attempts: st.Attempts}
+		ph := Phase{Name: c.name, Seconds: st.Seconds, Attempts: st.Attempts, Retried: st.Retried}
 		if !st.OK() {
 			what := clients.Describe(st)
 			if st.Attempts > 1 {

@@ -96,7 +96,7 @@ func TestPodLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Sample{Seconds: 10.5, Phases: []Phase{{"runp", 3, 0, 1}, {"create", 1, 0, 1}, {"start", 2, 0, 1}, {"stopp", 4, 0, 1}, {"rmp", 0.5, 0, 1}}}
+	want := Sample{Seconds: 10.5, Phases: []Phase{{"runp", 3, 0, 1, nil}, {"create", 1, 0, 1, nil}, {"start", 2, 0, 1, nil}, {"stopp", 4, 0, 1, nil}, {"rmp", 0.5, 0, 1, nil}}}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("sample (-want +got):\n%s", diff)
 	}
@@ -265,7 +265,9 @@ func TestPodLifecycleRetriesStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Phase{{"runp", 1, 0, 1}, {"create", 1, 0, 1}, {"start", 1, 0, 1}, {"stopp", 6, 0, 3}, {"rmp", 2, 0, 2}}
+	deadline := "exit 1 after 2.0s: failed to get task for container: context deadline exceeded"
+	want := []Phase{{"runp", 1, 0, 1, nil}, {"create", 1, 0, 1, nil}, {"start", 1, 0, 1, nil},
+		{"stopp", 6, 0, 3, []string{deadline, deadline}}, {"rmp", 2, 0, 2, []string{"exit 1 after 1.0s: failed to get task for container: context deadline exceeded"}}}
 	if diff := cmp.Diff(want, s.Phases); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
 	}

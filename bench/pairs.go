@@ -25,7 +25,9 @@ type Phase struct {
 	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
 	// Attempts is how many calls the phase took when failed calls are
 	// retried (the CRI scenario's pod stop); 0 or 1: the first worked.
-	Attempts int `json:"attempts,omitempty"`
+	// Retried says how each failed call ended.
+	Attempts int      `json:"attempts,omitempty"`
+	Retried  []string `json:"retried,omitempty"`
 }
 
 // ErrAbort, wrapped in a trial's error, ends RunPairsTolerant at once: the

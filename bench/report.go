@@ -393,6 +393,16 @@ func (r *Report) criMarkdown(w io.Writer) {
 			failed = append(failed, fmt.Sprintf("%s: stopped early: %s", cl.Name(), cell(cl.Error)))
 		}
 	}
+	var retried []string
+	for i := range c.Cells {
+		retried = append(retried, firstRetried(&c.Cells[i])...)
+	}
+	if len(retried) > 0 {
+		fmt.Fprintf(w, "\nCalls that failed and were retried (timed with the call that worked), the first of each cell, phase and handler:\n\n")
+		for _, r := range retried {
+			fmt.Fprintf(w, "- %s\n", r)
+		}
+	}
 	if len(failed) > 0 {
 		fmt.Fprintf(w, "\nFailed pods (not timed; each attempt was replaced by the next):\n\n")
 		for _, f := range failed {
@@ -405,6 +415,29 @@ func (r *Report) criMarkdown(w io.Writer) {
 	if c.Error != "" {
 		fmt.Fprintf(w, "\n**Not run:** %s\n", cell(c.Error))
 	}
+}
+
+// firstRetried is, per phase and side, how the first retried call of the
+// cell ended.
+func firstRetried(c *CRICell) []string {
+	var out []string
+	for _, name := range criPhaseOrder {
+		for _, side := range []struct {
+			handler string
+			get     func(Pair) Sample
+		}{{c.Baseline, func(p Pair) Sample { return p.Baseline }}, {c.Candidate, func(p Pair) Sample { return p.Candidate }}} {
+		pairs:
+			for _, p := range c.Pairs {
+				for _, ph := range side.get(p).Phases {
+					if ph.Name == name && len(ph.Retried) > 0 {
+						out = append(out, fmt.Sprintf("%s, %s (%s), %s, pair %d: %s", c.Name(), name, CRIPhaseNames[name], side.handler, p.Index, cell(ph.Retried[0])))
+						break pairs
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // retriedCell says, per side, how many failed calls of phase were retried

@@ -109,6 +109,7 @@ func TestCRIMarkdownAndEvaluate(t *testing.T) {
 	}
 	// Two of patched's stops and one of stock's needed more calls.
 	ps[3].Candidate.Phases[1].Attempts = 3
+	ps[3].Candidate.Phases[1].Retried = []string{"exit 1 after 2.3s: failed to get task for container \"x\": context deadline exceeded", "exit 1 after 2.1s: again"}
 	ps[7].Candidate.Phases[1].Attempts = 2
 	ps[9].Baseline.Phases[1].Attempts = 2
 	st, err := Stats(ps)
@@ -154,6 +155,7 @@ func TestCRIMarkdownAndEvaluate(t *testing.T) {
 		"4 CPU spinners", "containerd@v2.4.2",
 		"attempt 3, runsc-stock: stopp (StopPodSandbox): exit 1 \\| timeout",
 		"| systemd | quiet | — | 0 | not measured: needs systemd",
+		"- cgroupfs, quiet, stopp (StopPodSandbox), runsc-patched, pair 3: exit 1 after 2.3s: failed to get task for container \"x\": context deadline exceeded",
 	} {
 		if !strings.Contains(md, s) {
 			t.Errorf("markdown lacks %q:\n%s", s, md)
