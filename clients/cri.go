@@ -292,37 +292,11 @@ func (p *Pod) Inspect(ctx context.Context) PodState {
 	return s
 }
 
-// Status asks containerd what the kubelet asks: PodSandboxStatus and
-// ContainerStatus without verbose information (crictl inspectp and inspect
-// -q). containerd answers them from its own records, updated by the
-// shim's task events. The verbose PodSandboxStatus (Inspect) also asks the
-// shim for the sandbox task's state, which containerd gives 2 s
-// (io.containerd.timeout.task.state), and gVisor's shim answers by running
-// `runsc state`: on a loaded node that call fails with "context deadline
-// exceeded" while the pod runs. PIDs and spec cgroupsPaths are left 0
-// and empty (they are in the verbose part). A failed crictl leaves the
-// state empty and keeps its output in the step.
-func (p *Pod) Status(ctx context.Context) PodState {
-	var s PodState
-	if p.SandboxID != "" {
-		var pid int
-		var cg string
-		s.Steps = append(s.Steps, p.inspect(ctx, "inspectp", p.SandboxID, &pid, &s.SandboxState, &cg, "-q"))
-	}
-	if p.ContainerID != "" {
-		var pid int
-		var cg string
-		s.Steps = append(s.Steps, p.inspect(ctx, "inspect", p.ContainerID, &pid, &s.ContainerState, &cg, "-q"))
-	}
-	return s
-}
-
 // inspect runs crictl sub (inspect or inspectp) on id and fills pid, state
 // and cgroupsPath from its JSON; the step keeps the output only when crictl
 // failed, and the parse error when it did not.
-func (p *Pod) inspect(ctx context.Context, sub, id string, pid *int, state, cgroupsPath *string, flags ...string) Step {
-	args := append(append([]string{sub}, flags...), "-o", "json", id)
-	st := p.crictl(ctx, "crictl "+sub, args...)
+func (p *Pod) inspect(ctx context.Context, sub, id string, pid *int, state, cgroupsPath *string) Step {
+	st := p.crictl(ctx, "crictl "+sub, sub, "-o", "json", id)
 	out := st.Output
 	st.Output = ""
 	switch n, sta, cg, err := ParseInspect(out); {
