@@ -228,3 +228,23 @@ func TestRetry(t *testing.T) {
 		t.Errorf("Retry(0): %d calls, %+v", calls, st)
 	}
 }
+
+func TestDescribe(t *testing.T) {
+	long := strings.Repeat("x", 700) + "context deadline exceeded"
+	for _, tc := range []struct {
+		name string
+		st   Step
+		want string
+	}{
+		{"exit and time", Step{Exit: 1, Seconds: 2.04}, "exit 1 after 2.0s"},
+		{"why it was stopped", Step{Exit: -1, Seconds: 30, Err: "time limit 30s"}, "exit -1 after 30.0s (time limit 30s)"},
+		{"output, trimmed", Step{Exit: 1, Seconds: 1, Output: "  E1205 failed\n"}, "exit 1 after 1.0s: E1205 failed"},
+		{"the end of a long output", Step{Exit: 1, Seconds: 1, Output: long}, "exit 1 after 1.0s: …" + long[len(long)-600:]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Describe(tc.st); got != tc.want {
+				t.Errorf("Describe(%+v) = %q, want %q", tc.st, got, tc.want)
+			}
+		})
+	}
+}
