@@ -116,7 +116,7 @@ func TestPodLifecycleFailures(t *testing.T) {
 	}{
 		{"start fails: the pod is force-removed, nothing timed", PhaseStart, nil,
 			[]string{"p:newpod", "p:runp", "p:create", "p:start", "p:rmp -f", "p:settle", "p:rmcgroup"},
-			[]string{"start (StartContainer)", "exit 1", "running: not running"}},
+			[]string{"start (StartContainer): exit 1 after 1.0s", "running: not running"}},
 		{"stopp fails every time", PhaseStopp, nil,
 			[]string{"p:newpod", "p:runp", "p:create", "p:start", "p:stopp", "p:stopp", "p:stopp", "p:rmp -f", "p:settle", "p:rmcgroup"},
 			[]string{"stopp (StopPodSandbox): 3 attempts, the last: exit 1"}},
@@ -310,8 +310,50 @@ func TestPodLifecycleCleanup(t *testing.T) {
 	n = &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(1, 1, 1, 2, 1)},
 		fail: map[string]string{"p": PhaseStart}, dirty: []string{"pid 42 (runsc-sandbox)"}}
 	_, err = PodLifecycle(context.Background(), n, "p", 3)
-	if !errors.Is(err, ErrAbort) || !strings.Contains(err.Error(), "pid 42") {
-		t.Errorf("error %v, want ErrAbort naming what stayed", err)
+	if !errors.Is(err, ErrAbort) || !strings.Contains(err.Error(), "pid 42") || strings.Contains(err.Error(), "rmp -f") {
+		t.Errorf("error %v, want ErrAbort naming what stayed (and not rmp -f, which worked)", err)
+	}
+	// rmp -f failed every time but the pod went all the same: a failed
+	// pod, the node clean.
+	n = &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(1, 1, 1, 2, 1)},
+		fail: map[string]string{"p": PhaseStart}, flaky: map[string]map[string]int{"p": {"rmp -f": 3}}}
+	if _, err = PodLifecycle(context.Background(), n, "p", 3); err == nil || errors.Is(err, ErrAbort) {
+		t.Errorf("error %v, want a failed pod without ErrAbort", err)
+	}
+	// rmp -f failed every time and the pod stayed: say how rmp -f failed.
+	n = &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(1, 1, 1, 2, 1)},
+		fail: map[string]string{"p": PhaseStart}, flaky: map[string]map[string]int{"p": {"rmp -f": 3}}, dirty: []string{"pid 42 (runsc-sandbox)"}}
+	_, err = PodLifecycle(context.Background(), n, "p", 3)
+	if !errors.Is(err, ErrAbort) || !strings.Contains(err.Error(), "pid 42 (runsc-sandbox); rmp -f: exit 1 after 0.0s: context deadline exceeded") {
+		t.Errorf("error %v, want ErrAbort naming what stayed and how rmp -f failed", err)
+	}
+}
+
+// CRIEnv.Attempts reaches every pod, the warm-up ones too.
+func TestCRIEnvAttempts(t *testing.T) {
+	for _, warmup := range []int{0, 1} {
+		var log strings.Builder
+		e := &CRIEnv{
+			Pairs: 1, MaxFailures: 0, Warmup: warmup, Attempts: 2, Drivers: []string{"cgroupfs"}, Loads: []string{LoadQuiet},
+			Baseline: "stock", Candidate: "patched", Log: &log,
+			Start: func(context.Context, string) (PodNode, func() []string, error) {
+				// patched's first pod stop fails once.
+				return &fakeNode{secs: map[string]map[string]float64{"stock": phaseTimes(1, 1, 1, 1, 1), "patched": phaseTimes(1, 1, 1, 1, 1)},
+					flaky: map[string]map[string]int{"patched": {PhaseStopp: 1}}}, func() []string { return nil }, nil
+			},
+		}
+		c := e.Run(context.Background()).Cells[0]
+		if c.Error != "" || len(c.Failures) != 0 || strings.Contains(log.String(), "failed") {
+			t.Errorf("warm-up %d: cell error %q, failures %+v, log:\n%s", warmup, c.Error, c.Failures, log.String())
+			continue
+		}
+		want := 1
+		if warmup == 0 {
+			want = 2
+		}
+		if got := c.Pairs[0].Candidate.Phases[3]; got.Name != PhaseStopp || got.Attempts != want {
+			t.Errorf("warm-up %d: the timed pod's stop %+v, want %d attempts", warmup, got, want)
+		}
 	}
 }
 
