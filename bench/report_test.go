@@ -100,7 +100,8 @@ func TestMarkdownAndEvaluate(t *testing.T) {
 
 func TestCRIMarkdownAndEvaluate(t *testing.T) {
 	mk := func(runp, stopp float64) Sample {
-		return Sample{Seconds: runp + stopp, Phases: []Phase{{Name: PhaseRunp, Seconds: runp}, {Name: PhaseStopp, Seconds: stopp}}}
+		// One call each, as PodLifecycle records a phase that worked at once.
+		return Sample{Seconds: runp + stopp, Phases: []Phase{{Name: PhaseRunp, Seconds: runp, Attempts: 1}, {Name: PhaseStopp, Seconds: stopp, Attempts: 1}}}
 	}
 	var ps []Pair
 	for i := 0; i < 20; i++ {
@@ -111,7 +112,9 @@ func TestCRIMarkdownAndEvaluate(t *testing.T) {
 	ps[3].Candidate.Phases[1].Attempts = 3
 	ps[3].Candidate.Phases[1].Retried = []string{"exit 1 after 2.3s: failed to get task for container \"x\": context deadline exceeded", "exit 1 after 2.1s: again"}
 	ps[7].Candidate.Phases[1].Attempts = 2
+	ps[7].Candidate.Phases[1].Retried = []string{"exit 1 after 2.2s: not the first"}
 	ps[9].Baseline.Phases[1].Attempts = 2
+	ps[9].Baseline.Phases[1].Retried = []string{"exit 1 after 2.0s: stock's"}
 	st, err := Stats(ps)
 	if err != nil {
 		t.Fatal(err)
@@ -149,17 +152,42 @@ func TestCRIMarkdownAndEvaluate(t *testing.T) {
 	for _, s := range []string{
 		"| cgroupfs | quiet | stopp (StopPodSandbox) | 20 | **1.050** | 1.050 – 1.050 | 4.000 | 4.200 | 1 in 1 / 3 in 2 |",
 		"| cgroupfs | quiet | runp (RunPodSandbox) | 20 | **1.000** | 1.000 – 1.000 | 2.000 | 2.000 | — |",
-		"| cgroupfs | quiet | runp (RunPodSandbox) | 20 | **1.000** |",
 		"| cgroupfs | quiet | whole lifecycle | 20 | **1.033** |",
 		"load took 75 % of the CPU",
 		"4 CPU spinners", "containerd@v2.4.2",
 		"attempt 3, runsc-stock: stopp (StopPodSandbox): exit 1 \\| timeout",
 		"| systemd | quiet | — | 0 | not measured: needs systemd",
 		"- cgroupfs, quiet, stopp (StopPodSandbox), runsc-patched, pair 3: exit 1 after 2.3s: failed to get task for container \"x\": context deadline exceeded",
+		"- cgroupfs, quiet, stopp (StopPodSandbox), runsc-stock, pair 9: exit 1 after 2.0s: stock's",
 	} {
 		if !strings.Contains(md, s) {
 			t.Errorf("markdown lacks %q:\n%s", s, md)
 		}
+	}
+	// The first retried call of each cell, phase and handler, no other.
+	if strings.Contains(md, "not the first") {
+		t.Errorf("markdown shows a retried call that was not the first:\n%s", md)
+	}
+	// Every row of the CRI table has the header's columns.
+	cols, rows := -1, 0
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "| driver | load |") {
+			cols = strings.Count(line, "|")
+			continue
+		}
+		if cols < 0 {
+			continue
+		}
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		if n := strings.Count(line, "|") - strings.Count(line, "\\|"); n != cols {
+			t.Errorf("row %q has %d column bars, the header %d", line, n, cols)
+		}
+		rows++
+	}
+	if rows < 5 {
+		t.Errorf("the CRI table has %d rows:\n%s", rows, md)
 	}
 	var spans []string
 	for _, s := range r.Spans() {
