@@ -63,14 +63,13 @@ type PodNode interface {
 // PodLifecycle times one pod with handler: RunPodSandbox, CreateContainer
 // and StartContainer of the image's default command, StopPodSandbox,
 // RemovePodSandbox. A failed StopPodSandbox or RemovePodSandbox is retried
-// at once, up to attempts calls in all, as the kubelet retries a pod stop
-// that failed on its next sync; the phase's time is that of every call,
-// and Phase.Attempts says how many there were. Any other failed call, or
-// anything left once the pod is gone, is an error and no timing; the pod
-// is removed whatever happened (rmp -f, retried the same way), and a pod
-// that will not go is an error wrapping ErrAbort.
+// at once, up to attempts calls in all (at least one), as the kubelet
+// retries a pod stop that failed on its next sync; the phase's time is
+// that of every call, and Phase.Attempts says how many there were. Any
+// other failed call, or anything left once the pod is gone, is an error
+// and no timing; the pod is removed whatever happened (rmp -f, retried the
+// same way), and a pod that will not go is an error wrapping ErrAbort.
 func PodLifecycle(ctx context.Context, n PodNode, handler string, attempts int) (Sample, error) {
-	attempts = max(attempts, 1)
 	pod, err := n.NewPod(ctx, handler)
 	if err != nil {
 		return Sample{}, fmt.Errorf("making the pod's cgroup as the kubelet does: %w", err)

@@ -280,6 +280,11 @@ func TestPodLifecycleRetriesStop(t *testing.T) {
 	if _, err := PodLifecycle(context.Background(), n, "p", 3); err == nil || !strings.Contains(err.Error(), "3 attempts") {
 		t.Errorf("error %v, want one after 3 attempts", err)
 	}
+	// attempts below 1 still make one call.
+	n = &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(1, 1, 1, 2, 1)}}
+	if s, err := PodLifecycle(context.Background(), n, "p", 0); err != nil || len(s.Phases) != 5 {
+		t.Errorf("attempts 0: %+v, %v", s, err)
+	}
 	// runp, create and start are not retried: the kubelet would make a
 	// new sandbox, not retry this one.
 	n = &fakeNode{secs: map[string]map[string]float64{"p": phaseTimes(1, 1, 1, 2, 1)},
