@@ -1,9 +1,13 @@
 package bench
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 )
 
 func TestSummarizeLoad(t *testing.T) {
@@ -145,5 +149,30 @@ func TestVMDefaults(t *testing.T) {
 	}
 	if !strings.Contains(defaultCRIVMArgs, "-only cri") {
 		t.Errorf("the systemd modes' default %q does not run the CRI scenario", defaultCRIVMArgs)
+	}
+}
+
+// The render command of docs/BENCHMARKS.md finds a place for the tables of
+// every VM mode that runs the CRI scenario by default.
+func TestBenchmarksDocHasCRISections(t *testing.T) {
+	data, err := os.ReadFile("../docs/BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	if err := os.WriteFile(doc, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &Suite{Command: "cgbench suite"}
+	for _, m := range vmimage.Modes {
+		if args, _, err := vmDefaults(m.Name, "", 0); err == nil && strings.Contains(args, "-only cri") {
+			s.Sections = append(s.Sections, Section{Name: "vm-" + m.Name, Title: "cgroup " + m.Name + " VM", Problem: "not run"})
+		}
+	}
+	if len(s.Sections) == 0 {
+		t.Fatal("no VM mode runs the CRI scenario by default")
+	}
+	if err := updateSuiteDocs(s, doc); err != nil {
+		t.Error(err)
 	}
 }
