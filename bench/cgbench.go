@@ -56,6 +56,8 @@ func Main(args []string) int {
 			return renderMain(args[1:])
 		case "suite":
 			return suiteMain(args[1:])
+		case SpinCommand:
+			return spinMain()
 		}
 	}
 	return measureMain(args)
@@ -81,6 +83,10 @@ type plan struct {
 	Timeout         time.Duration
 	KeepLogs        bool
 	LogDir          string
+	// Busybox is the static busybox of the rootfs and the CRI image.
+	Busybox string
+	// CRI is the CRI scenario's setup (with "cri" in Only).
+	CRI *CRIOptions
 	// Deadline (from -budget) stops the worker; what it measured until
 	// then is reported, and the run fails.
 	Deadline time.Time
@@ -92,6 +98,7 @@ type workerResult struct {
 	Startup   []StartupResult  `json:"startup"`
 	Collision *CollisionResult `json:"collision,omitempty"`
 	Parallel  *ParallelResult  `json:"parallel,omitempty"`
+	CRI       *CRIResult       `json:"cri,omitempty"`
 	Errors    []string         `json:"errors,omitempty"`
 	Caller    []string         `json:"caller,omitempty"`
 }
@@ -105,7 +112,7 @@ func measureMain(args []string) int {
 	nsFlag := fs.String("parallel", "1,8,32,64", "sandbox counts started at once")
 	reps := fs.Int("parallel-reps", 3, "rounds of the parallel sweep")
 	withStock := fs.Bool("parallel-stock", true, "run stock (default mode) in the parallel sweep too, as a reference")
-	only := fs.String("only", "startup,collision,parallel", "scenarios to run")
+	only := fs.String("only", "startup,collision,parallel", "scenarios to run: startup, collision, parallel, cri (CRI pods through containerd, not by default: it needs the clients and runs in the systemd VMs)")
 	variants := fs.String("variants", "control,default,default-empty-path,nested", "create+start+delete variants to run")
 	busybox := fs.String("busybox", "/usr/bin/busybox", "static busybox for the sandbox rootfs")
 	timeout := fs.Duration("timeout", 2*time.Minute, "limit for one runtime command")
@@ -116,6 +123,18 @@ func measureMain(args []string) int {
 	matrixReport := fs.String("matrix-report", "out/matrix/report.json", "VM matrix report (empty: leave it out)")
 	budget := fs.Duration("budget", 0, "stop measuring after this long, report what was measured and exit 1 (0: no limit)")
 	strict := fs.Bool("strict", false, "exit 1 when a target is missed, too")
+	criOpts := CRIOptions{}
+	fs.StringVar(&criOpts.BinDir, "clients", "", "folder of the clients for -only cri (make clients: containerd, crictl, both runsc shims); default: the folder of -patched")
+	fs.StringVar(&criOpts.Runc, "runc", "", "runc of containerd's default CRI handler (default: runc in PATH)")
+	criDrivers := fs.String("cri-drivers", "cgroupfs,systemd", "cgroup drivers of the CRI scenario (containerd's SystemdCgroup false, true)")
+	criLoads := fs.String("cri-loads", "quiet,loaded", "load conditions of the CRI scenario: quiet, loaded (with -cri-spinners CPU spinners)")
+	fs.IntVar(&criOpts.Spinners, "cri-spinners", 2*runtime.NumCPU(), "CPU spinners of the CRI scenario's load generator")
+	fs.IntVar(&criOpts.MaxFailures, "cri-max-failures", 3, "failed pod lifecycles a CRI cell reports and replaces before it stops")
+	fs.IntVar(&criOpts.Attempts, "cri-attempts", 10, "calls a failing StopPodSandbox or RemovePodSandbox gets (retried at once, as the kubelet retries a failed pod stop), counted in the phase's time")
+	fs.IntVar(&criOpts.Warmup, "cri-warmup", 1, "untimed pod lifecycles per handler before a driver's first cell")
+	fs.DurationVar(&criOpts.Settle, "cri-settle", 30*time.Second, "how long a removed pod's processes and cgroups may take to go before that is a leak")
+	fs.BoolVar(&criOpts.Debug, "cri-debug", false, "runsc --debug and containerd's debug log; keep the logs of each cell's slowest StopPodSandbox and of failed pods")
+	fs.BoolVar(&criOpts.Throwaway, "throwaway", false, "this host is a throw-away VM: the CRI scenario's systemd driver may make kubepods.slice at the root of its hierarchies")
 	rootCtrls := fs.Bool("enable-root-controllers", false, "cgroup v2 only, for a throw-away VM: enable every controller in the root's cgroup.subtree_control first")
 	fs.Parse(args)
 
@@ -148,6 +167,21 @@ func measureMain(args []string) int {
 	for _, s := range strings.Split(*only, ",") {
 		p.Only[strings.TrimSpace(s)] = true
 	}
+	if p.Only["cri"] {
+		criOpts.Drivers, criOpts.Loads = splitList(*criDrivers), splitList(*criLoads)
+		if err := checkCRILists(criOpts.Drivers, criOpts.Loads); err != nil {
+			return fail(err)
+		}
+		criOpts.Limit = *timeout
+		if criOpts.BinDir == "" {
+			criOpts.BinDir = filepath.Dir(*patched)
+		}
+		if criOpts.BinDir, err = filepath.Abs(criOpts.BinDir); err != nil {
+			return fail(err)
+		}
+		p.CRI = &criOpts
+	}
+	p.Busybox = *busybox
 	p.Variants = map[string]bool{}
 	for _, s := range strings.Split(*variants, ",") {
 		p.Variants[strings.TrimSpace(s)] = true
@@ -264,7 +298,7 @@ func measureMain(args []string) int {
 	}
 
 	if res != nil {
-		rep.Startup, rep.Collision, rep.Parallel = res.Startup, res.Collision, res.Parallel
+		rep.Startup, rep.Collision, rep.Parallel, rep.CRI = res.Startup, res.Collision, res.Parallel, res.CRI
 		rep.Errors = append(rep.Errors, res.Errors...)
 		rep.Machine.Caller = res.Caller
 	}
@@ -451,6 +485,19 @@ func workerMain(args []string) int {
 		res.Collision = &c
 		save()
 	}
+	if p.Only["cri"] && ctx.Err() == nil && p.CRI != nil {
+		r := runCRI(ctx, &p, &cgroupfs.Tree{Host: p.Host, Root: p.TreeRoot}, os.Stderr)
+		if r.Error != "" {
+			res.Errors = append(res.Errors, "cri: "+r.Error)
+		}
+		for _, c := range r.Cells {
+			if c.Error != "" {
+				res.Errors = append(res.Errors, fmt.Sprintf("cri %s: %s", c.Name(), c.Error))
+			}
+		}
+		res.CRI = &r
+		save()
+	}
 	startup(true)
 	if p.Only["parallel"] && ctx.Err() == nil {
 		pr := env.Parallel(ctx, p.Ns, p.Reps, p.ParallelStock)
@@ -587,6 +634,17 @@ func replaceMarked(path, section, body string) error {
 		doc = s[:i] + block + s[j+len(endMark):]
 	}
 	return os.WriteFile(path, []byte(doc), 0o644)
+}
+
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func parseNs(s string) ([]int, error) {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -22,7 +23,16 @@ type Phase struct {
 	Name       string  `json:"name"`
 	Seconds    float64 `json:"seconds"`
 	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
+	// Attempts is how many calls the phase took when failed calls are
+	// retried (the CRI scenario's pod stop); 0 or 1: the first worked.
+	// Retried says how each failed call ended.
+	Attempts int      `json:"attempts,omitempty"`
+	Retried  []string `json:"retried,omitempty"`
 }
+
+// ErrAbort, wrapped in a trial's error, ends RunPairsTolerant at once: the
+// failure left the machine unfit for more runs.
+var ErrAbort = errors.New("cannot go on")
 
 // Trial runs the measured operation once. It returns an error when the
 // operation failed; a failed operation is never timed.
@@ -123,6 +133,70 @@ func RunPairs(ctx context.Context, n int, baseline, candidate Trial, each func(P
 	return pairs, nil
 }
 
+// PairFailure is a run that failed inside RunPairsTolerant: its attempt
+// gives no pair and nothing of it is timed.
+type PairFailure struct {
+	Attempt int    `json:"attempt"`
+	Side    string `json:"side"` // "baseline" or "candidate"
+	Error   string `json:"error"`
+}
+
+// RunPairsTolerant runs attempts until n pairs are complete. A failed run
+// drops its attempt (the other side of it is not run, or its time is
+// thrown away), is reported to failed (if set) and returned, and the next
+// attempt takes its place; the order still alternates by attempt, so a
+// pair's Index is its attempt. After more than maxFailures failed runs it
+// stops with an error. Failures are outcomes to report (a command that
+// timed out under load), never timings.
+func RunPairsTolerant(ctx context.Context, n, maxFailures int, baseline, candidate Trial, each func(Pair), failed func(PairFailure)) ([]Pair, []PairFailure, error) {
+	if n < 1 {
+		return nil, nil, fmt.Errorf("need at least one pair, got %d", n)
+	}
+	var pairs []Pair
+	var fails []PairFailure
+	for a := 0; len(pairs) < n; a++ {
+		if err := ctx.Err(); err != nil {
+			return pairs, fails, fmt.Errorf("attempt %d not run: %w", a, err)
+		}
+		var b, c Sample
+		var err error
+		side := ""
+		for _, side = range Sides(a) {
+			if side == "candidate" {
+				c, err = candidate(ctx, a)
+			} else {
+				b, err = baseline(ctx, a)
+			}
+			if err != nil {
+				break
+			}
+		}
+		if err != nil {
+			f := PairFailure{Attempt: a, Side: side, Error: err.Error()}
+			fails = append(fails, f)
+			if failed != nil {
+				failed(f)
+			}
+			if errors.Is(err, ErrAbort) {
+				return pairs, fails, fmt.Errorf("attempt %d, %s: %w", a, side, err)
+			}
+			if len(fails) > maxFailures {
+				return pairs, fails, fmt.Errorf("%d failed runs, more than the %d allowed; the last: attempt %d, %s: %w", len(fails), maxFailures, a, side, err)
+			}
+			continue
+		}
+		p, err := NewPair(a, b, c)
+		if err != nil {
+			return pairs, fails, err
+		}
+		pairs = append(pairs, p)
+		if each != nil {
+			each(p)
+		}
+	}
+	return pairs, fails, nil
+}
+
 // PairStats sums up a set of pairs.
 type PairStats struct {
 	Pairs int     `json:"pairs"`
@@ -131,10 +205,30 @@ type PairStats struct {
 	CPURatio  *Summary `json:"cpuRatio,omitempty"`
 	Baseline  Summary  `json:"baselineSeconds"`
 	Candidate Summary  `json:"candidateSeconds"`
+	// RatioInterval is the 95 % interval of Ratio.Median (nil with fewer
+	// than 6 pairs).
+	RatioInterval *Interval `json:"ratioInterval,omitempty"`
 	// Phase medians per side, to show where a difference comes from.
 	BaselinePhases  []Phase `json:"baselinePhaseMedians,omitempty"`
 	CandidatePhases []Phase `json:"candidatePhaseMedians,omitempty"`
+	// PhaseRatios are the per-pair ratios of each phase, in the order the
+	// phases ran: a phase's own verdict, which the sum can hide.
+	PhaseRatios []PhaseRatio `json:"phaseRatios,omitempty"`
 }
+
+// PhaseRatio sums up one phase over the pairs that both timed it.
+type PhaseRatio struct {
+	Name string `json:"name"`
+	// Ratio is over candidate/baseline of this phase, pair by pair.
+	Ratio Summary `json:"ratio"`
+	// Interval is the 95 % interval of Ratio.Median (nil: too few pairs).
+	Interval  *Interval `json:"interval,omitempty"`
+	Baseline  Summary   `json:"baselineSeconds"`
+	Candidate Summary   `json:"candidateSeconds"`
+}
+
+// Confidence is the level of every interval in the reports.
+const Confidence = 0.95
 
 // Stats summarises pairs: the per-pair ratio first, the raw seconds after.
 func Stats(pairs []Pair) (PairStats, error) {
@@ -166,9 +260,55 @@ func Stats(pairs []Pair) (PairStats, error) {
 			st.CPURatio = &s
 		}
 	}
+	if iv, err := MedianInterval(r, Confidence); err == nil {
+		st.RatioInterval = &iv
+	}
 	st.BaselinePhases = phaseMedians(pairs, func(p Pair) Sample { return p.Baseline })
 	st.CandidatePhases = phaseMedians(pairs, func(p Pair) Sample { return p.Candidate })
+	st.PhaseRatios = phaseRatios(pairs)
 	return st, nil
+}
+
+// phaseRatios pairs each phase of the candidate with the same phase of the
+// baseline, pair by pair; a phase with a zero time on either side is left
+// out of that pair.
+func phaseRatios(pairs []Pair) []PhaseRatio {
+	var names []string
+	type acc struct{ r, b, c []float64 }
+	by := map[string]*acc{}
+	for _, p := range pairs {
+		base := map[string]float64{}
+		for _, ph := range p.Baseline.Phases {
+			base[ph.Name] = ph.Seconds
+		}
+		for _, ph := range p.Candidate.Phases {
+			b, ok := base[ph.Name]
+			if !ok || b <= 0 || ph.Seconds <= 0 {
+				continue
+			}
+			a := by[ph.Name]
+			if a == nil {
+				a = &acc{}
+				by[ph.Name] = a
+				names = append(names, ph.Name)
+			}
+			a.r, a.b, a.c = append(a.r, ph.Seconds/b), append(a.b, b), append(a.c, ph.Seconds)
+		}
+	}
+	var out []PhaseRatio
+	for _, n := range names {
+		a := by[n]
+		pr := PhaseRatio{Name: n}
+		// Errors are impossible: every slice holds positive, finite values.
+		pr.Ratio, _ = Summarize(a.r)
+		pr.Baseline, _ = Summarize(a.b)
+		pr.Candidate, _ = Summarize(a.c)
+		if iv, err := MedianInterval(a.r, Confidence); err == nil {
+			pr.Interval = &iv
+		}
+		out = append(out, pr)
+	}
+	return out
 }
 
 func phaseMedians(pairs []Pair, side func(Pair) Sample) []Phase {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -158,5 +159,103 @@ func TestCPURatio(t *testing.T) {
 				t.Errorf("CPU ratio %+v, want median %v", st.CPURatio, tc.wantCPU)
 			}
 		})
+	}
+}
+
+func TestStatsPhaseRatios(t *testing.T) {
+	mk := func(stop, other float64) Sample {
+		return Sample{Seconds: stop + other, Phases: []Phase{{Name: "run", Seconds: other}, {Name: "stop", Seconds: stop}}}
+	}
+	var ps []Pair
+	for i := 0; i < 20; i++ {
+		// Candidate's stop is twice the baseline's; the rest is the same.
+		p, err := NewPair(i, mk(1+float64(i), 3), mk(2+2*float64(i), 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	st, err := Stats(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.PhaseRatios) != 2 {
+		t.Fatalf("PhaseRatios = %+v, want run and stop", st.PhaseRatios)
+	}
+	run, stop := st.PhaseRatios[0], st.PhaseRatios[1]
+	if run.Name != "run" || stop.Name != "stop" {
+		t.Fatalf("phase order %q, %q, want run, stop (as measured)", run.Name, stop.Name)
+	}
+	if run.Ratio.Median != 1 || stop.Ratio.Median != 2 {
+		t.Errorf("median ratios run %v stop %v, want 1 and 2", run.Ratio.Median, stop.Ratio.Median)
+	}
+	if stop.Interval == nil || stop.Interval.Lo != 2 || stop.Interval.Hi != 2 {
+		t.Errorf("stop interval %+v, want 2 – 2", stop.Interval)
+	}
+	if stop.Baseline.Median != 10.5 || stop.Candidate.Median != 21 {
+		t.Errorf("stop seconds: baseline %v candidate %v, want 10.5 and 21", stop.Baseline.Median, stop.Candidate.Median)
+	}
+	if st.RatioInterval == nil {
+		t.Error("no interval for the whole lifecycle's ratio")
+	}
+}
+
+func TestRunPairsTolerant(t *testing.T) {
+	var calls []string
+	secs := []float64{1, 2, 3, 4, 5, 6}
+	var failed []PairFailure
+	ps, fails, err := RunPairsTolerant(context.Background(), 3, 2,
+		fakeTrial("baseline", secs, &calls, -1), fakeTrial("candidate", secs, &calls, 1), nil,
+		func(f PairFailure) { failed = append(failed, f) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Attempt 1 runs the candidate first; it fails, the baseline of that
+	// attempt never runs, and attempt 2 takes its place.
+	if diff := cmp.Diff([]string{"baseline", "candidate", "candidate", "baseline", "candidate", "candidate", "baseline"}, calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	var idx []int
+	for _, p := range ps {
+		idx = append(idx, p.Index)
+		if p.CandidateFirst != CandidateFirst(p.Index) {
+			t.Errorf("pair %d: candidateFirst %v", p.Index, p.CandidateFirst)
+		}
+	}
+	if diff := cmp.Diff([]int{0, 2, 3}, idx); diff != "" {
+		t.Errorf("pair indices (-want +got):\n%s", diff)
+	}
+	if len(fails) != 1 || fails[0].Attempt != 1 || fails[0].Side != "candidate" || !strings.Contains(fails[0].Error, "runtime exploded") {
+		t.Errorf("failures = %+v, want attempt 1's candidate", fails)
+	}
+	if diff := cmp.Diff(fails, failed); diff != "" {
+		t.Errorf("failure callbacks (-want +got):\n%s", diff)
+	}
+}
+
+func TestRunPairsTolerantGivesUp(t *testing.T) {
+	var calls []string
+	always := func(context.Context, int) (Sample, error) {
+		calls = append(calls, "x")
+		return Sample{}, errors.New("refused")
+	}
+	ps, fails, err := RunPairsTolerant(context.Background(), 20, 2, always, always, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "3 failed runs") {
+		t.Fatalf("error %v, want one saying 3 failed runs", err)
+	}
+	if len(ps) != 0 || len(fails) != 3 || len(calls) != 3 {
+		t.Errorf("%d pairs, %d failures, %d calls; want 0, 3, 3", len(ps), len(fails), len(calls))
+	}
+}
+
+func TestRunPairsTolerantAborts(t *testing.T) {
+	var calls []string
+	abort := func(context.Context, int) (Sample, error) {
+		calls = append(calls, "x")
+		return Sample{}, fmt.Errorf("pod would not go: %w", ErrAbort)
+	}
+	_, fails, err := RunPairsTolerant(context.Background(), 20, 5, abort, abort, nil, nil)
+	if !errors.Is(err, ErrAbort) || len(fails) != 1 || len(calls) != 1 {
+		t.Errorf("err %v, %d failures, %d calls; want ErrAbort after the first", err, len(fails), len(calls))
 	}
 }

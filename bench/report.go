@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ type Report struct {
 	Startup     []StartupResult   `json:"startup"`
 	Collision   *CollisionResult  `json:"collision,omitempty"`
 	Parallel    *ParallelResult   `json:"parallel,omitempty"`
+	CRI         *CRIResult        `json:"cri,omitempty"`
 	Conformance []ConformanceWall `json:"conformance"`
 	Targets     []Target          `json:"targets"`
 	// Errors are runs that failed where they must not: cgbench exits 1.
@@ -156,6 +158,11 @@ func (r *Report) Evaluate() {
 	if r.Parallel != nil {
 		r.Targets = append(r.Targets, ParallelTarget(*r.Parallel))
 	}
+	if r.CRI != nil {
+		for _, c := range r.CRI.Cells {
+			r.Targets = append(r.Targets, CRIStopTarget(c))
+		}
+	}
 }
 
 // plainDelete is the median seconds of a delete -force without a collision,
@@ -212,6 +219,7 @@ func (r *Report) Markdown(w io.Writer) {
 	}
 	r.collisionMarkdown(w)
 	r.parallelMarkdown(w)
+	r.criMarkdown(w)
 	r.conformanceMarkdown(w)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(w, "\n### Failed runs (cgbench exits 1)\n\n")
@@ -319,6 +327,146 @@ func (r *Report) parallelMarkdown(w io.Writer) {
 		}
 	}
 
+}
+
+// criPhaseOrder is the order of the CRI table's rows.
+var criPhaseOrder = []string{PhaseRunp, PhaseCreate, PhaseStart, PhaseStopp, PhaseRmp}
+
+func (r *Report) criMarkdown(w io.Writer) {
+	c := r.CRI
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n### CRI pods through containerd and gVisor's shim (ratio = patched / stock, per pair and per phase)\n\n")
+	fmt.Fprintf(w, "Each pod: the kubelet's pod cgroup (not timed), then `crictl runp`, `create`, `start` of the image's default command, `stopp`, `rmp`, each a CRI call timed on its own; then cgbench waits until the pod's processes and cgroups are gone (not timed) and removes the pod cgroup. Pairs alternate which handler goes first. The interval is the distribution-free 95 %% interval of the median ratio (for 20 pairs the 6th and 15th smallest ratio).")
+	if c.LoadGenerator != "" {
+		fmt.Fprintf(w, " Loaded cells: %s.", c.LoadGenerator)
+	}
+	fmt.Fprintln(w)
+	if len(c.Versions) > 0 {
+		var vs []string
+		for k, v := range c.Versions {
+			vs = append(vs, fmt.Sprintf("`%s`: %s", k, v))
+		}
+		sort.Strings(vs)
+		fmt.Fprintf(w, "\nClients: %s.\n", strings.Join(vs, "; "))
+	}
+	fmt.Fprintf(w, "\n| driver | load | phase | pairs | median ratio | 95 %% interval | stock median s | patched median s | failed calls retried, in pods (stock / patched) | failed pods (stock / patched) | load |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for i := range c.Cells {
+		cl := &c.Cells[i]
+		fails := fmt.Sprintf("%d / %d", len(cl.Failures)-cl.CandidateFailures(), cl.CandidateFailures())
+		load := "—"
+		if l := cl.LoadCPU; l != nil {
+			load = fmt.Sprintf("load took %.0f %% of the CPU (%d spinners, %.0f CPU-s in %.0f s on %d CPUs)", 100*l.Share(), l.Spinners, l.Seconds, l.Wall, l.NProc)
+		}
+		if cl.Stats == nil {
+			why := cl.Skipped
+			if why == "" {
+				why = "failed: " + cl.Error
+			}
+			fmt.Fprintf(w, "| %s | %s | — | %d | not measured: %s | | | | | %s | %s |\n", cl.Driver, cl.Load, len(cl.Pairs), cell(why), fails, load)
+			continue
+		}
+		for _, name := range criPhaseOrder {
+			pr := cl.PhaseRatio(name)
+			if pr == nil {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %s | %s (%s) | %d | **%.3f** | %s | %.3f | %.3f | %s | %s | %s |\n", cl.Driver, cl.Load, name, CRIPhaseNames[name],
+				pr.Ratio.N, pr.Ratio.Median, intervalCell(pr.Interval), pr.Baseline.Median, pr.Candidate.Median, retriedCell(cl.Pairs, name), fails, load)
+		}
+		st := cl.Stats
+		fmt.Fprintf(w, "| %s | %s | whole lifecycle | %d | **%.3f** | %s | %.3f | %.3f | | %s | %s |\n", cl.Driver, cl.Load,
+			st.Pairs, st.Ratio.Median, intervalCell(st.RatioInterval), st.Baseline.Median, st.Candidate.Median, fails, load)
+	}
+	var failed []string
+	for i := range c.Cells {
+		cl := &c.Cells[i]
+		for _, f := range cl.Failures {
+			h := cl.Baseline
+			if f.Side == "candidate" {
+				h = cl.Candidate
+			}
+			failed = append(failed, fmt.Sprintf("%s: attempt %d, %s: %s", cl.Name(), f.Attempt, h, cell(f.Error)))
+		}
+		if cl.Error != "" && cl.Stats != nil {
+			failed = append(failed, fmt.Sprintf("%s: stopped early: %s", cl.Name(), cell(cl.Error)))
+		}
+	}
+	var retried []string
+	for i := range c.Cells {
+		retried = append(retried, firstRetried(&c.Cells[i])...)
+	}
+	if len(retried) > 0 {
+		fmt.Fprintf(w, "\nCalls that failed and were retried (timed with the call that worked), the first of each cell, phase and handler:\n\n")
+		for _, r := range retried {
+			fmt.Fprintf(w, "- %s\n", r)
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "\nFailed pods (not timed; each attempt was replaced by the next):\n\n")
+		for _, f := range failed {
+			fmt.Fprintf(w, "- %s\n", f)
+		}
+	}
+	for _, n := range c.Notes {
+		fmt.Fprintf(w, "\n- %s\n", cell(n))
+	}
+	if c.Error != "" {
+		fmt.Fprintf(w, "\n**Not run:** %s\n", cell(c.Error))
+	}
+}
+
+// firstRetried is, per phase and side, how the first retried call of the
+// cell ended.
+func firstRetried(c *CRICell) []string {
+	var out []string
+	for _, name := range criPhaseOrder {
+		for _, side := range []struct {
+			handler string
+			get     func(Pair) Sample
+		}{{c.Baseline, func(p Pair) Sample { return p.Baseline }}, {c.Candidate, func(p Pair) Sample { return p.Candidate }}} {
+		pairs:
+			for _, p := range c.Pairs {
+				for _, ph := range side.get(p).Phases {
+					if ph.Name == name && len(ph.Retried) > 0 {
+						out = append(out, fmt.Sprintf("%s, %s (%s), %s, pair %d: %s", c.Name(), name, CRIPhaseNames[name], side.handler, p.Index, cell(ph.Retried[0])))
+						break pairs
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// retriedCell says, per side, how many failed calls of phase were retried
+// and in how many pods ("—" when none was).
+func retriedCell(pairs []Pair, phase string) string {
+	count := func(side func(Pair) Sample) (calls, pods int) {
+		for _, p := range pairs {
+			for _, ph := range side(p).Phases {
+				if ph.Name == phase && ph.Attempts > 1 {
+					calls += ph.Attempts - 1
+					pods++
+				}
+			}
+		}
+		return calls, pods
+	}
+	bc, bp := count(func(p Pair) Sample { return p.Baseline })
+	cc, cp := count(func(p Pair) Sample { return p.Candidate })
+	if bc+cc == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%d in %d / %d in %d", bc, bp, cc, cp)
+}
+
+func intervalCell(iv *Interval) string {
+	if iv == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f – %.3f", iv.Lo, iv.Hi)
 }
 
 func (r *Report) conformanceMarkdown(w io.Writer) {

@@ -97,3 +97,103 @@ func TestMarkdownAndEvaluate(t *testing.T) {
 		}
 	}
 }
+
+func TestCRIMarkdownAndEvaluate(t *testing.T) {
+	mk := func(runp, stopp float64) Sample {
+		// One call each, as PodLifecycle records a phase that worked at once.
+		return Sample{Seconds: runp + stopp, Phases: []Phase{{Name: PhaseRunp, Seconds: runp, Attempts: 1}, {Name: PhaseStopp, Seconds: stopp, Attempts: 1}}}
+	}
+	var ps []Pair
+	for i := 0; i < 20; i++ {
+		p, _ := NewPair(i, mk(2, 4), mk(2, 4.2))
+		ps = append(ps, p)
+	}
+	// Two of patched's stops and one of stock's needed more calls.
+	ps[3].Candidate.Phases[1].Attempts = 3
+	ps[3].Candidate.Phases[1].Retried = []string{"exit 1 after 2.3s: failed to get task for container \"x\": context deadline exceeded", "exit 1 after 2.1s: again"}
+	ps[7].Candidate.Phases[1].Attempts = 2
+	ps[7].Candidate.Phases[1].Retried = []string{"exit 1 after 2.2s: not the first"}
+	ps[9].Baseline.Phases[1].Attempts = 2
+	ps[9].Baseline.Phases[1].Retried = []string{"exit 1 after 2.0s: stock's"}
+	st, err := Stats(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 4, 23, 0, 0, 0, time.UTC)
+	r := &Report{
+		Started: t0, Finished: t0.Add(time.Hour),
+		Machine: Machine{NProc: 2, Kernel: "6.1", CgroupMode: mode.V2},
+		CRI: &CRIResult{
+			LoadGenerator: "4 CPU spinners",
+			Versions:      map[string]string{"containerd": "containerd@v2.4.2"},
+			Cells: []CRICell{
+				{Driver: "cgroupfs", Load: LoadQuiet, Baseline: "runsc-stock", Candidate: "runsc-patched", Pairs: ps, Stats: &st,
+					Span: Span{Started: t0, Finished: t0.Add(10 * time.Minute)}},
+				{Driver: "cgroupfs", Load: LoadLoaded, Baseline: "runsc-stock", Candidate: "runsc-patched", Pairs: ps, Stats: &st,
+					LoadCPU:  &LoadCPU{Spinners: 4, Seconds: 900, Wall: 600, NProc: 2},
+					Failures: []PairFailure{{Attempt: 3, Side: "baseline", Error: "stopp (StopPodSandbox): exit 1 | timeout"}},
+					Span:     Span{Started: t0.Add(10 * time.Minute), Finished: t0.Add(30 * time.Minute)}},
+				{Driver: "systemd", Load: LoadQuiet, Skipped: "needs systemd"},
+			},
+		},
+	}
+	r.Evaluate()
+	var names []string
+	for _, tg := range r.Targets {
+		names = append(names, tg.Name+"="+tg.Status)
+	}
+	want := []string{"pod stop (StopPodSandbox), cgroupfs, quiet=met", "pod stop (StopPodSandbox), cgroupfs, loaded=met", "pod stop (StopPodSandbox), systemd, quiet=not measured"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	var b strings.Builder
+	r.Markdown(&b)
+	md := b.String()
+	for _, s := range []string{
+		"| cgroupfs | quiet | stopp (StopPodSandbox) | 20 | **1.050** | 1.050 – 1.050 | 4.000 | 4.200 | 1 in 1 / 3 in 2 |",
+		"| cgroupfs | quiet | runp (RunPodSandbox) | 20 | **1.000** | 1.000 – 1.000 | 2.000 | 2.000 | — |",
+		"| cgroupfs | quiet | whole lifecycle | 20 | **1.033** |",
+		"load took 75 % of the CPU",
+		"4 CPU spinners", "containerd@v2.4.2",
+		"attempt 3, runsc-stock: stopp (StopPodSandbox): exit 1 \\| timeout",
+		"| systemd | quiet | — | 0 | not measured: needs systemd",
+		"- cgroupfs, quiet, stopp (StopPodSandbox), runsc-patched, pair 3: exit 1 after 2.3s: failed to get task for container \"x\": context deadline exceeded",
+		"- cgroupfs, quiet, stopp (StopPodSandbox), runsc-stock, pair 9: exit 1 after 2.0s: stock's",
+	} {
+		if !strings.Contains(md, s) {
+			t.Errorf("markdown lacks %q:\n%s", s, md)
+		}
+	}
+	// The first retried call of each cell, phase and handler, no other.
+	if strings.Contains(md, "not the first") {
+		t.Errorf("markdown shows a retried call that was not the first:\n%s", md)
+	}
+	// Every row of the CRI table has the header's columns.
+	cols, rows := -1, 0
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "| driver | load |") {
+			cols = strings.Count(line, "|")
+			continue
+		}
+		if cols < 0 {
+			continue
+		}
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		if n := strings.Count(line, "|") - strings.Count(line, "\\|"); n != cols {
+			t.Errorf("row %q has %d column bars, the header %d", line, n, cols)
+		}
+		rows++
+	}
+	if rows < 5 {
+		t.Errorf("the CRI table has %d rows:\n%s", rows, md)
+	}
+	var spans []string
+	for _, s := range r.Spans() {
+		spans = append(spans, s.Name)
+	}
+	if diff := cmp.Diff([]string{"CRI cgroupfs, quiet", "CRI cgroupfs, loaded"}, spans); diff != "" {
+		t.Errorf("spans (-want +got):\n%s", diff)
+	}
+}

@@ -115,7 +115,7 @@ func (e *Env) sandbox(ctx context.Context, rt Runtime, root, bundle, id string) 
 		e.track(rt, root, id, false)
 		return nil, err
 	}
-	return []Phase{{"create", cr.Seconds, cr.CPUSeconds}, {"start", st.Seconds, st.CPUSeconds}}, nil
+	return []Phase{{Name: "create", Seconds: cr.Seconds, CPUSeconds: cr.CPUSeconds}, {Name: "start", Seconds: st.Seconds, CPUSeconds: st.CPUSeconds}}, nil
 }
 
 // SandboxID names sandbox i of a group. The index has a fixed width:
@@ -154,7 +154,7 @@ func (e *Env) Lifecycle(ctx context.Context, rt Runtime, scenario, id, cgroupsPa
 		return Sample{}, err
 	}
 	e.track(rt, root, id, false)
-	phases = append(phases, Phase{"delete", del.Seconds, del.CPUSeconds})
+	phases = append(phases, Phase{Name: "delete", Seconds: del.Seconds, CPUSeconds: del.CPUSeconds})
 	if e.Watcher != nil {
 		leaked, err := e.Watcher.Leaked(before, id)
 		if err != nil {

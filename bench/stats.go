@@ -85,3 +85,45 @@ func sorted(xs []float64) []float64 {
 	sort.Float64s(s)
 	return s
 }
+
+// Interval bounds a median: [Lo, Hi] holds the true median with probability
+// at least Coverage.
+type Interval struct {
+	Lo       float64 `json:"lo"`
+	Hi       float64 `json:"hi"`
+	Coverage float64 `json:"coverage"`
+}
+
+// MedianInterval is the distribution-free confidence interval of the median
+// of xs at level conf: the k-th smallest and k-th largest sample, k the
+// largest rank whose tail P(Binomial(n, 1/2) < k) stays within (1-conf)/2.
+// It assumes nothing about the shape of the distribution (per-pair ratios
+// are skewed), only that the samples are independent. For 20 pairs at 95 %
+// that is the 6th and the 15th ratio (coverage 95.9 %). Too few samples
+// for conf is an error.
+func MedianInterval(xs []float64, conf float64) (Interval, error) {
+	n := len(xs)
+	if n == 0 {
+		return Interval{}, ErrEmpty
+	}
+	if conf <= 0 || conf >= 1 || math.IsNaN(conf) {
+		return Interval{}, fmt.Errorf("confidence %v is outside (0,1)", conf)
+	}
+	s := sorted(xs)
+	alpha := (1 - conf) / 2
+	// tail is P(X <= j) for X ~ Binomial(n, 1/2), built up term by term.
+	k, tail, term := 0, 0.0, math.Pow(0.5, float64(n))
+	for j := 0; j < n/2; j++ {
+		if tail+term > alpha {
+			break
+		}
+		tail += term
+		k = j + 1
+		term = term * float64(n-j) / float64(j+1)
+	}
+	if k == 0 {
+		return Interval{}, fmt.Errorf("%d samples cannot bound the median at %.0f %% (even min–max covers %.1f %%)",
+			n, 100*conf, 100*(1-2*math.Pow(0.5, float64(n))))
+	}
+	return Interval{Lo: s[k-1], Hi: s[n-k], Coverage: 1 - 2*tail}, nil
+}

@@ -77,3 +77,51 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("Summarize(nil) error = %v, want ErrEmpty", err)
 	}
 }
+
+func TestMedianInterval(t *testing.T) {
+	ramp := func(n int) []float64 {
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = float64(n - i) // descending: the function must sort
+		}
+		return xs
+	}
+	for _, tc := range []struct {
+		name          string
+		xs            []float64
+		conf          float64
+		lo, hi, cover float64
+	}{
+		// n = 20: P(Bin(20, 1/2) <= 5) = 0.0207, so the 6th and 15th
+		// smallest bound the median with 1 - 2*0.0207 = 0.9586.
+		{"twenty pairs", ramp(20), 0.95, 6, 15, 0.958611},
+		// n = 10: P(X <= 1) = 0.0107, P(X <= 2) = 0.0547: 2nd and 9th.
+		{"ten", ramp(10), 0.95, 2, 9, 0.978516},
+		// n = 6: P(X <= 0) = 0.0156: min and max, 0.96875.
+		{"six", ramp(6), 0.95, 1, 6, 0.96875},
+		// At 80 %: P(X <= 6) = 0.0577 <= 0.1: 7th and 14th.
+		{"eighty percent of twenty", ramp(20), 0.80, 7, 14, 0.884682},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := MedianInterval(tc.xs, tc.conf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Interval{Lo: tc.lo, Hi: tc.hi, Coverage: tc.cover}
+			if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-6)); diff != "" {
+				t.Errorf("MedianInterval (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMedianIntervalTooFew(t *testing.T) {
+	// Five samples cannot bound the median at 95 %: even min-max covers
+	// only 1 - 2/32 = 0.9375.
+	if _, err := MedianInterval([]float64{1, 2, 3, 4, 5}, 0.95); err == nil {
+		t.Error("MedianInterval of 5 samples at 95 % gave no error")
+	}
+	if _, err := MedianInterval(nil, 0.95); !errors.Is(err, ErrEmpty) {
+		t.Errorf("MedianInterval(nil) error = %v, want ErrEmpty", err)
+	}
+}

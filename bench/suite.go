@@ -131,6 +131,11 @@ func (r *Report) Spans() []NamedSpan {
 	if r.Parallel != nil {
 		add("parallel", r.Parallel.Span)
 	}
+	if r.CRI != nil {
+		for _, c := range r.CRI.Cells {
+			add("CRI "+c.Name(), c.Span)
+		}
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
 	return out
 }

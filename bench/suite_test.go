@@ -1,9 +1,13 @@
 package bench
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 )
 
 func TestSummarizeLoad(t *testing.T) {
@@ -115,5 +119,60 @@ func TestContentionByScenario(t *testing.T) {
 	(&Section{Where: "VM", HostLoad: h, Report: r}).Markdown(&b)
 	if !strings.Contains(b.String(), "Another QEMU VM, scenario by scenario") || !strings.Contains(b.String(), "- parallel, 15:12:00–15:13:00: in 0 of 1 samples") {
 		t.Errorf("section markdown lacks the per-scenario contention:\n%s", b.String())
+	}
+}
+
+func TestVMDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		mode, given string
+		timeout     time.Duration
+		wantArgs    string
+		wantLimit   time.Duration
+	}{
+		{"v2", "", 0, defaultVMArgs, 110 * time.Minute},
+		{"systemd-v2", "", 0, defaultCRIVMArgs, 3 * time.Hour},
+		{"systemd-v1", "-only cri -pairs 5", time.Hour, "-only cri -pairs 5", time.Hour},
+		{"hybrid", "-pairs 3", 0, "-pairs 3", 110 * time.Minute},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			args, limit, err := vmDefaults(tc.mode, tc.given, tc.timeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if args != tc.wantArgs || limit != tc.wantLimit {
+				t.Errorf("vmDefaults(%q, %q, %v) = %q, %v; want %q, %v", tc.mode, tc.given, tc.timeout, args, limit, tc.wantArgs, tc.wantLimit)
+			}
+		})
+	}
+	if _, _, err := vmDefaults("v3", "", 0); err == nil {
+		t.Error("an unknown mode was accepted")
+	}
+	if !strings.Contains(defaultCRIVMArgs, "-only cri") {
+		t.Errorf("the systemd modes' default %q does not run the CRI scenario", defaultCRIVMArgs)
+	}
+}
+
+// The render command of docs/BENCHMARKS.md finds a place for the tables of
+// every VM mode that runs the CRI scenario by default.
+func TestBenchmarksDocHasCRISections(t *testing.T) {
+	data, err := os.ReadFile("../docs/BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	if err := os.WriteFile(doc, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &Suite{Command: "cgbench suite"}
+	for _, m := range vmimage.Modes {
+		if args, _, err := vmDefaults(m.Name, "", 0); err == nil && strings.Contains(args, "-only cri") {
+			s.Sections = append(s.Sections, Section{Name: "vm-" + m.Name, Title: "cgroup " + m.Name + " VM", Problem: "not run"})
+		}
+	}
+	if len(s.Sections) == 0 {
+		t.Fatal("no VM mode runs the CRI scenario by default")
+	}
+	if err := updateSuiteDocs(s, doc); err != nil {
+		t.Error(err)
 	}
 }

@@ -32,6 +32,9 @@ const (
 	MaxParallelRelative  = 2.0
 	ParallelTargetN      = 64
 	collisionGoalPatched = "first delete exits 0 in < 0.1 s (median)"
+	// MaxCRIStopRatio bounds what the series may cost a pod's stop
+	// through CRI (issue 27).
+	MaxCRIStopRatio = 1.10
 )
 
 // startupLimit is the ratio a create+start+delete variant must stay under.
@@ -212,4 +215,55 @@ func joinWhy(parts []string) string {
 		s += p
 	}
 	return s
+}
+
+// CRIStopTarget judges one CRI cell: StopPodSandbox, patched against stock
+// (median of the per-pair ratios), and no pod of the patched runsc failing.
+// Stock's failures are reported, not held against the series.
+func CRIStopTarget(c CRICell) Target {
+	t := Target{Name: "pod stop (StopPodSandbox), " + c.Name(), Goal: fmt.Sprintf("patched/stock median ≤ %.2f, no patched pod failing", MaxCRIStopRatio)}
+	if c.Skipped != "" {
+		t.Status, t.Measured, t.Why = NotMeasured, "—", c.Skipped
+		return t
+	}
+	var why []string
+	pr := c.PhaseRatio(PhaseStopp)
+	if pr == nil {
+		t.Measured = "—"
+		why = append(why, "no pair was timed")
+	} else {
+		t.Measured = fmt.Sprintf("%.3f", pr.Ratio.Median)
+		if iv := pr.Interval; iv != nil {
+			t.Measured += fmt.Sprintf(" (95 %% %.3f–%.3f, %d pairs)", iv.Lo, iv.Hi, pr.Ratio.N)
+		} else {
+			t.Measured += fmt.Sprintf(" (%d pairs)", pr.Ratio.N)
+		}
+		if pr.Ratio.Median > MaxCRIStopRatio {
+			why = append(why, fmt.Sprintf("median per-pair ratio %.3f > %.2f: patched %.2fs vs stock %.2fs (median seconds)",
+				pr.Ratio.Median, MaxCRIStopRatio, pr.Candidate.Median, pr.Baseline.Median))
+		}
+	}
+	cand, base := c.CandidateFailures(), len(c.Failures)-c.CandidateFailures()
+	if cand > 0 || base > 0 {
+		t.Measured += fmt.Sprintf("; failed pods: patched %d, stock %d", cand, base)
+	}
+	if cand > 0 {
+		first := ""
+		for _, f := range c.Failures {
+			if f.Side == "candidate" {
+				first = f.Error
+				break
+			}
+		}
+		why = append(why, fmt.Sprintf("%s failed %d of its pods: %s", c.Candidate, cand, first))
+	}
+	if c.Error != "" && pr != nil {
+		why = append(why, "stopped early: "+c.Error)
+	}
+	if len(why) == 0 {
+		t.Status = Met
+		return t
+	}
+	t.Status, t.Why = Missed, joinWhy(why)
+	return t
 }

@@ -88,3 +88,47 @@ func TestParallelTarget(t *testing.T) {
 		})
 	}
 }
+
+func criCell(stopMedian float64, candFails, baseFails int) CRICell {
+	c := CRICell{Driver: "systemd", Load: LoadLoaded, Baseline: "runsc-stock", Candidate: "runsc-patched"}
+	if stopMedian > 0 {
+		c.Stats = &PairStats{Pairs: 20, PhaseRatios: []PhaseRatio{{Name: PhaseStopp,
+			Ratio: Summary{N: 20, Median: stopMedian}, Interval: &Interval{Lo: stopMedian - 0.1, Hi: stopMedian + 0.1, Coverage: 0.9586},
+			Baseline: Summary{Median: 4}, Candidate: Summary{Median: 4 * stopMedian}}}}
+	}
+	for i := 0; i < candFails; i++ {
+		c.Failures = append(c.Failures, PairFailure{Attempt: i, Side: "candidate", Error: "start (StartContainer): exit 1"})
+	}
+	for i := 0; i < baseFails; i++ {
+		c.Failures = append(c.Failures, PairFailure{Attempt: i, Side: "baseline", Error: "stopp: timeout"})
+	}
+	return c
+}
+
+func TestCRIStopTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		c        CRICell
+		status   string
+		measured string
+		why      string
+	}{
+		{"under", criCell(1.02, 0, 0), Met, "1.020 (95 % 0.920–1.120, 20 pairs)", ""},
+		{"at the limit", criCell(1.10, 0, 0), Met, "1.100", ""},
+		{"over", criCell(1.5, 0, 0), Missed, "1.500", "1.500 > 1.10: patched 6.00s vs stock 4.00s"},
+		{"a failed patched pod", criCell(1.0, 1, 0), Missed, "failed pods: patched 1, stock 0", "runsc-patched failed 1 of its pods: start (StartContainer): exit 1"},
+		{"stock failing is not patched's fault", criCell(1.0, 0, 2), Met, "failed pods: patched 0, stock 2", ""},
+		{"skipped", CRICell{Driver: "systemd", Load: LoadQuiet, Skipped: "no systemd"}, NotMeasured, "—", "no systemd"},
+		{"no pair", criCell(0, 4, 0), Missed, "—", "failed 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := CRIStopTarget(tc.c)
+			if got.Status != tc.status || !strings.Contains(got.Measured, tc.measured) || !strings.Contains(got.Why, tc.why) {
+				t.Errorf("got %q, measured %q, why %q; want %q, …%s…, …%s…", got.Status, got.Measured, got.Why, tc.status, tc.measured, tc.why)
+			}
+			if !strings.Contains(got.Name, "StopPodSandbox") || !strings.Contains(got.Name, tc.c.Name()) {
+				t.Errorf("name %q", got.Name)
+			}
+		})
+	}
+}

@@ -323,6 +323,44 @@ type Step struct {
 	Output  string   `json:"output,omitempty"`
 	// Err says why the command did not run or was stopped (time limit).
 	Err string `json:"err,omitempty"`
+	// Attempts is how many calls Retry made (0: not retried); Seconds
+	// is then all of theirs, and Retried says how each failed one ended.
+	Attempts int      `json:"attempts,omitempty"`
+	Retried  []string `json:"retried,omitempty"`
+}
+
+// Retry makes call until it works, up to attempts calls (at least one),
+// and returns the last, with the time of every call and how each failed
+// one ended. It is how the kubelet treats a pod stop that failed: it tries
+// again (on its next sync of the pod, about 10 s later; Retry at once).
+func Retry(attempts int, call func() Step) Step {
+	var st Step
+	var secs float64
+	var failed []string
+	for n := 1; ; n++ {
+		st = call()
+		secs += st.Seconds
+		if st.OK() || n >= attempts {
+			st.Seconds, st.Attempts, st.Retried = secs, n, failed
+			return st
+		}
+		failed = append(failed, Describe(st))
+	}
+}
+
+// Describe says how a client command ended, with the end of its output.
+func Describe(st Step) string {
+	msg := fmt.Sprintf("exit %d after %.1fs", st.Exit, st.Seconds)
+	if st.Err != "" {
+		msg += " (" + st.Err + ")"
+	}
+	if out := strings.TrimSpace(st.Output); out != "" {
+		if len(out) > 600 {
+			out = "…" + out[len(out)-600:]
+		}
+		msg += ": " + out
+	}
+	return msg
 }
 
 // OK reports whether the command ran and exited 0.

@@ -200,3 +200,51 @@ func TestPollForStopsWithTheCase(t *testing.T) {
 		t.Fatal("pollFor ignored the cancelled context")
 	}
 }
+
+func TestRetry(t *testing.T) {
+	fails := 2
+	calls := 0
+	st := Retry(5, func() Step {
+		calls++
+		if fails > 0 {
+			fails--
+			return Step{Name: "crictl stopp", Exit: 1, Seconds: 2, Output: "failed to get task: context deadline exceeded"}
+		}
+		return Step{Name: "crictl stopp", Seconds: 1}
+	})
+	if !st.OK() || calls != 3 || st.Attempts != 3 || st.Seconds != 5 || len(st.Retried) != 2 {
+		t.Errorf("got %+v after %d calls: want ok, 3 attempts, 5 s, 2 retried", st, calls)
+	}
+	if !strings.Contains(st.Retried[0], "exit 1 after 2.0s: failed to get task: context deadline exceeded") {
+		t.Errorf("retried %q", st.Retried)
+	}
+	calls = 0
+	st = Retry(3, func() Step { calls++; return Step{Exit: 1, Seconds: 1} })
+	if st.OK() || calls != 3 || st.Attempts != 3 || st.Seconds != 3 {
+		t.Errorf("always failing: %+v after %d calls", st, calls)
+	}
+	calls = 0
+	if st = Retry(0, func() Step { calls++; return Step{} }); calls != 1 || st.Attempts != 1 {
+		t.Errorf("Retry(0): %d calls, %+v", calls, st)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	long := strings.Repeat("x", 700) + "context deadline exceeded"
+	for _, tc := range []struct {
+		name string
+		st   Step
+		want string
+	}{
+		{"exit and time", Step{Exit: 1, Seconds: 2.04}, "exit 1 after 2.0s"},
+		{"why it was stopped", Step{Exit: -1, Seconds: 30, Err: "time limit 30s"}, "exit -1 after 30.0s (time limit 30s)"},
+		{"output, trimmed", Step{Exit: 1, Seconds: 1, Output: "  E1205 failed\n"}, "exit 1 after 1.0s: E1205 failed"},
+		{"the end of a long output", Step{Exit: 1, Seconds: 1, Output: long}, "exit 1 after 1.0s: …" + long[len(long)-600:]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Describe(tc.st); got != tc.want {
+				t.Errorf("Describe(%+v) = %q, want %q", tc.st, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,10 +1,12 @@
 // Package vmbench runs cgbench inside a throw-away QEMU VM of one cgroup
 // mode and brings its report back. It reuses the matrix's tooling: the
-// cached Debian kernel and busybox initramfs of ci/vmimage (built on first
-// use in out/cache/vm), a payload disk whose command runs cgbench instead of
-// the harness, the framed results on the VM's second serial port (or the
-// payload disk), and ci/vmrun's time limit, which kills qemu's whole process
-// group on every way out.
+// cached Debian kernel, busybox initramfs and systemd disk of ci/vmimage
+// (built on first use in out/cache/vm), a payload disk whose command runs
+// cgbench instead of the harness, the framed results on the VM's second
+// serial port (or the payload disk), and ci/vmrun's time limit, which kills
+// qemu's whole process group on every way out. The systemd modes boot the
+// matrix's Debian disk (snapshot, never written) with the real clients on
+// the payload, for the CRI scenario.
 package vmbench
 
 import (
@@ -35,6 +37,10 @@ type Options struct {
 	// Cgbench is a statically linked cgbench; Stock and Patched are the
 	// runsc binaries. All three go on the payload disk.
 	Cgbench, Stock, Patched string
+	// Clients are more binaries for the payload's bin folder, by name
+	// (containerd, crictl, the runsc shims: make clients); the systemd
+	// modes need them (cgbench -only cri finds them next to runsc).
+	Clients map[string]string
 	// Args are cgbench's measuring flags in the VM; Run adds where the
 	// binaries, busybox and the output folder are.
 	Args      []string
@@ -70,14 +76,14 @@ const (
 	vmBusybox  = "/bin/busybox"
 )
 
-// Command is the payload script: cgbench measures the VM as its host and
-// writes its report into $CGM_OUT, which cgm-run frames back. Its progress
-// goes to the console; its tables to a file.
+// Command is the payload script: cgbench measures the VM as its host (a
+// throw-away one) and writes its report into $CGM_OUT, which cgm-run
+// frames back. Its progress goes to the console; its tables to a file.
 func Command(args []string) string {
 	full := append([]string{payloadBin + "cgbench"}, args...)
 	full = append(full,
 		"-stock", payloadBin+"runsc-stock", "-patched", payloadBin+"runsc-patched",
-		"-busybox", vmBusybox, "-conformance-report=", "-matrix-report=")
+		"-busybox", vmBusybox, "-conformance-report=", "-matrix-report=", "-throwaway")
 	var q []string
 	for _, a := range full {
 		q = append(q, shellQuote(a))
@@ -135,8 +141,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if mode.Base != vmimage.BaseBusybox {
-		return nil, fmt.Errorf("mode %s boots the systemd disk: cgbench runs in the busybox modes only (v1, hybrid, v2)", o.Mode)
+	if mode.Base == vmimage.BaseSystemd && len(o.Clients) == 0 {
+		return nil, fmt.Errorf("mode %s is for the CRI scenario: it needs the clients on the payload (build them with make clients)", o.Mode)
 	}
 	if err := CheckStatic(o.Cgbench); err != nil {
 		return nil, err
@@ -160,9 +166,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	// The lock only guards building the images, as in the matrix.
 	kernel, err := b.Kernel(ctx)
-	var initrd string
+	var base string
 	if err == nil {
-		initrd, err = b.BusyboxInitramfs(ctx)
+		if mode.Base == vmimage.BaseSystemd {
+			base, err = b.SystemdDisk(ctx)
+		} else {
+			base, err = b.BusyboxInitramfs(ctx)
+		}
 	}
 	unlock()
 	if err != nil {
@@ -173,13 +183,35 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	return boot(ctx, o, mode, kernel, initrd, logf)
+	return boot(ctx, o, mode, kernel, base, logf)
 }
 
-func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, initrd string, logf func(string, ...any)) (*Result, error) {
+// bootSetup is how a mode boots, as the matrix boots it: a busybox mode
+// from its initramfs with the payload as the only disk; a systemd mode
+// from the Debian disk (a snapshot: the cached image is never written) with
+// the payload as the second disk.
+func bootSetup(m vmimage.Mode, base, payload string) (disks []vmrun.Disk, initrd, cmdline string) {
+	args := []string{"console=ttyS0", "panic=-1", "loglevel=4"}
+	if m.Base == vmimage.BaseSystemd {
+		disks = []vmrun.Disk{{Path: base, Snapshot: true}, {Path: payload}}
+		args = append(args, "root=/dev/nvme0n1", "rw", "rootfstype=ext4", "systemd.show_status=0", "quiet", "cgm.payload=/dev/nvme0n2")
+	} else {
+		initrd = base
+		disks = []vmrun.Disk{{Path: payload}}
+		args = append(args, "rdinit=/init", "cgm.payload=/dev/nvme0n1")
+	}
+	return disks, initrd, strings.Join(append(args, m.Cmdline...), " ")
+}
+
+func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, base string, logf func(string, ...any)) (*Result, error) {
 	p := vmimage.Payload{
 		Bins:    map[string]string{"cgbench": o.Cgbench, "runsc-stock": o.Stock, "runsc-patched": o.Patched},
 		Command: Command(WithBudget(o.Args, o.Timeout)),
+	}
+	for name, path := range o.Clients {
+		if _, ours := p.Bins[name]; !ours {
+			p.Bins[name] = path
+		}
 	}
 	staged, err := p.Stage(filepath.Join(o.Dir, "payload"))
 	if err != nil {
@@ -192,11 +224,12 @@ func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, initrd stri
 	}
 	defer os.Remove(disk)
 
+	disks, initrd, cmdline := bootSetup(mode, base, disk)
 	vm := &vmrun.VM{
 		Kernel:     kernel,
 		Initrd:     initrd,
-		Cmdline:    strings.Join(append([]string{"console=ttyS0", "panic=-1", "loglevel=4", "rdinit=/init", "cgm.payload=/dev/nvme0n1"}, mode.Cmdline...), " "),
-		Disks:      []vmrun.Disk{{Path: disk}},
+		Cmdline:    cmdline,
+		Disks:      disks,
 		CPUs:       o.CPUs,
 		MemoryMiB:  o.MemoryMiB,
 		KVM:        o.KVM,
