@@ -63,6 +63,9 @@ func (t Tool) InstallArgs() []string {
 // Binaries are the paths of everything built.
 type Binaries struct {
 	Containerd, Ctr, RuncShim, Crictl string
+	// Kubelet is bin/kubelet, or "" where it was not built (Find does not
+	// require it: only the kubelet cases need it, and they skip without).
+	Kubelet string
 	// RunscShim and Runsc map a flavor ("patched", "stock") to its shim and
 	// runsc binaries.
 	RunscShim, Runsc map[string]string
@@ -159,6 +162,9 @@ func All(c Config) (*Binaries, error) {
 			b.Crictl = p
 		}
 	}
+	if b.Kubelet, err = EnsureKubelet(c, KubeletTool); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -186,14 +192,23 @@ func Find(binDir string) (*Binaries, error) {
 			return nil, fmt.Errorf("%s is missing (build it with make clients): %w", p, err)
 		}
 	}
+	if k := filepath.Join(binDir, "kubelet"); fileExists(k) {
+		b.Kubelet = k
+	}
 	return b, nil
 }
 
-// Paths lists every binary, in a stable order.
+// Paths lists every binary Find requires, in a stable order (the kubelet,
+// optional, is not among them).
 func (b *Binaries) Paths() []string {
 	out := []string{b.Containerd, b.Ctr, b.RuncShim, b.Crictl}
 	for _, f := range []string{"patched", "stock"} {
 		out = append(out, b.RunscShim[f], b.Runsc[f])
 	}
 	return out
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
