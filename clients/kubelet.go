@@ -268,6 +268,9 @@ type KubeletOptions struct {
 	// Dir is the kubelet's folder (--root-dir, the manifests, its config
 	// and log); "" for <containerd base>/kubelet.
 	Dir string
+	// Limit bounds the wait for its healthz (default 3 minutes; a VM
+	// without KVM needs more).
+	Limit time.Duration
 }
 
 // Kubelet is a running standalone kubelet.
@@ -356,7 +359,10 @@ func (c *Containerd) StartKubelet(ctx context.Context, o KubeletOptions) (k *Kub
 			k = nil
 		}
 	}()
-	deadline := time.Now().Add(3 * time.Minute)
+	if o.Limit <= 0 {
+		o.Limit = 3 * time.Minute
+	}
+	deadline := time.Now().Add(o.Limit)
 	for time.Now().Before(deadline) {
 		select {
 		case <-k.exited:
@@ -369,7 +375,7 @@ func (c *Containerd) StartKubelet(ctx context.Context, o KubeletOptions) (k *Kub
 			return k, nil
 		}
 	}
-	return k, fmt.Errorf("the kubelet's healthz did not answer ok within 3 minutes; its log %s ends:\n%s", k.Log(), tail(k.Log(), 20))
+	return k, fmt.Errorf("the kubelet's healthz did not answer ok within %s; its log %s ends:\n%s", o.Limit, k.Log(), tail(k.Log(), 20))
 }
 
 func (k *Kubelet) get(ctx context.Context, port int, path string) ([]byte, error) {

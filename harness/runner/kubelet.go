@@ -39,7 +39,7 @@ const (
 // for its static pod: the exec context's pod, made by the kubelet.
 func (r *Runner) setupKubeletPod(ctx context.Context, cs *caseState, mounts []clients.Mount) (*clients.Pod, error) {
 	cl := cs.client
-	k, err := cl.c.StartKubelet(ctx, clients.KubeletOptions{Bin: r.opt.Clients.Kubelet})
+	k, err := cl.c.StartKubelet(ctx, clients.KubeletOptions{Bin: r.opt.Clients.Kubelet, Limit: r.scaled(time.Minute)})
 	if err != nil {
 		return nil, err
 	}
