@@ -39,12 +39,14 @@ const (
 // for its static pod: the exec context's pod, made by the kubelet.
 func (r *Runner) setupKubeletPod(ctx context.Context, cs *caseState, mounts []clients.Mount) (*clients.Pod, error) {
 	cl := cs.client
+	// The kubelet makes kubepods.slice at its start: note whether it was
+	// there before (then it is not ours to stop).
+	madeQoS := !r.unitExists(ctx, "kubepods.slice")
 	k, err := cl.c.StartKubelet(ctx, clients.KubeletOptions{Bin: r.opt.Clients.Kubelet, Limit: r.scaled(time.Minute)})
 	if err != nil {
 		return nil, err
 	}
-	cl.kubelet = k
-	cl.kubeletMadeQoS = !r.unitExists(ctx, "kubepods.slice")
+	cl.kubelet, cl.kubeletMadeQoS = k, madeQoS
 	pod, err := k.AddStaticPod(ctx, clients.StaticPod{Name: kubeletPodName, Container: kubeletContainer, Privileged: true, Mounts: mounts}, r.scaled(3*time.Minute))
 	if err != nil {
 		return nil, err
