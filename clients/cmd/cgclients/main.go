@@ -56,13 +56,14 @@ func cmdBuild(args []string) error {
 	fs := flag.NewFlagSet("build", flag.ExitOnError)
 	repo := fs.String("repo", ".", "project root (go.mod, patches/)")
 	kubeletOnly := fs.Bool("kubelet-only", false, "build only bin/kubelet (the longest build: about 40 minutes on 2 cores)")
+	kubelet := fs.Bool("kubelet", true, "build bin/kubelet too (false: leave it out, the kubelet-static cases then skip)")
 	fs.Parse(args)
 	root, err := filepath.Abs(*repo)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	cfg := build.Config{RepoRoot: root, WorkDir: filepath.Join(root, "work"), BinDir: filepath.Join(root, "bin"), Log: os.Stderr}
+	cfg := build.Config{RepoRoot: root, WorkDir: filepath.Join(root, "work"), BinDir: filepath.Join(root, "bin"), Log: os.Stderr, NoKubelet: !*kubelet}
 	if *kubeletOnly {
 		k, err := build.EnsureKubelet(cfg, build.KubeletTool)
 		if err == nil {
