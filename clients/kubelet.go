@@ -475,7 +475,8 @@ func ParseContainerPod(out string) (sandboxID, podUID string, err error) {
 }
 
 // RemoveStaticPod deletes the pod's manifest and waits until the kubelet
-// has removed its sandbox (containerd lists no pod of that name) and gone
+// has stopped its sandbox (containerd lists no ready pod of that name;
+// the kubelet's garbage collection removes the stopped one later) and gone
 // is true (the pod's cgroup is gone, as the caller sees it). It returns
 // how long that took.
 func (k *Kubelet) RemoveStaticPod(ctx context.Context, name string, limit time.Duration, gone func() bool) (time.Duration, error) {
@@ -491,13 +492,13 @@ func (k *Kubelet) RemoveStaticPod(ctx context.Context, name string, limit time.D
 			return time.Since(start), ctx.Err()
 		case <-time.After(time.Second):
 		}
-		st := k.c.Crictl(ctx, 30*time.Second, "pods", "-q", "--name", "^"+full+"$")
+		st := k.c.Crictl(ctx, 30*time.Second, "pods", "-q", "--state", "ready", "--name", "^"+full+"$")
 		if !st.OK() {
 			last = fmt.Sprintf("crictl pods: exit %d %s", st.Exit, st.Err)
 			continue
 		}
 		if ids := strings.Fields(st.Output); len(ids) > 0 {
-			last = "containerd still lists the pod sandbox " + ids[0]
+			last = "containerd still lists the pod sandbox " + ids[0] + " ready"
 			continue
 		}
 		if !gone() {

@@ -98,6 +98,14 @@ func (r *Runner) closeKubelet(cs *caseState) []string {
 		left = append(left, err.Error())
 	}
 	cl.kubelet = nil
+	// The stopped sandbox the kubelet's garbage collection had not yet
+	// removed: gone with the kubelet, containerd's to remove.
+	if cl.pod != nil && cl.pod.SandboxID != "" {
+		if st := cl.pod.Remove(ctx, true); !st.OK() && !strings.Contains(st.Output, "not found") {
+			left = append(left, fmt.Sprintf("crictl rmp -f of the kubelet's pod: exit %d %s %s", st.Exit, st.Err, st.Output))
+		}
+		cl.podRemoved = true
+	}
 	if cl.kubeletMadeQoS {
 		if out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "stop", "kubepods.slice")); err != nil {
 			left = append(left, fmt.Sprintf("systemctl stop kubepods.slice (the kubelet made it): %v: %s", err, strings.TrimSpace(string(out))))
