@@ -170,7 +170,12 @@ func (r *Runner) checkKubeletSane(cs *caseState, read *[]string) (string, string
 		b = b[cl.kubeletLogFrom:]
 	}
 	errs := clients.KubeletErrors(string(b), "cgroup")
-	*read = append(*read, fmt.Sprintf("kubelet log: %d error line(s) about cgroups since the pod ran", len(errs)))
+	all := clients.KubeletErrors(string(b), "")
+	*read = append(*read, fmt.Sprintf("kubelet log since the pod ran: %d error line(s), %d about cgroups", len(all), len(errs)))
+	// The others, for the record (the first five, cut).
+	for _, l := range all[:min(len(all), 5)] {
+		*read = append(*read, "kubelet: "+trunc(l, 300))
+	}
 	var missing []string
 	for _, name := range cs.sandboxNames() {
 		for _, in := range cs.insts[name] {
