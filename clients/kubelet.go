@@ -262,6 +262,17 @@ func KubeletErrors(log, about string) []string {
 	return out
 }
 
+// KubeletArgs is the kubelet's command line. --containerd points its
+// cAdvisor at this containerd: cAdvisor's containerd handler, which gives
+// a container's cgroup its pod, namespace and container labels in
+// /metrics/cadvisor, dials /run/containerd/containerd.sock otherwise
+// (measured: without it the container has no series of its own, only its
+// cgroup's raw one).
+func KubeletArgs(config, rootDir, containerdSocket string) []string {
+	return []string{"--config", config, "--root-dir", rootDir, "--hostname-override", KubeletNodeName,
+		"--containerd", containerdSocket, "--v", "2"}
+}
+
 // KubeletOptions says how to start a kubelet against a running containerd.
 type KubeletOptions struct {
 	Bin string
@@ -340,8 +351,7 @@ func (c *Containerd) StartKubelet(ctx context.Context, o KubeletOptions) (k *Kub
 	if k.logFile, err = os.Create(k.Log()); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(o.Bin, "--config", cfgPath, "--root-dir", filepath.Join(k.Dir, "root"),
-		"--hostname-override", KubeletNodeName, "--v", "2")
+	cmd := exec.Command(o.Bin, KubeletArgs(cfgPath, filepath.Join(k.Dir, "root"), c.Layout.Socket())...)
 	cmd.Env = c.env()
 	cmd.Stdout, cmd.Stderr = k.logFile, k.logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -161,3 +161,12 @@ func TestKubeletErrors(t *testing.T) {
 		t.Errorf("every error line: %d, want 3", n)
 	}
 }
+
+func TestKubeletArgs(t *testing.T) {
+	got := KubeletArgs("/b/config.yaml", "/b/root", "/b/containerd.sock")
+	want := []string{"--config", "/b/config.yaml", "--root-dir", "/b/root", "--hostname-override", KubeletNodeName,
+		"--containerd", "/b/containerd.sock", "--v", "2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
