@@ -292,7 +292,8 @@ type kubeletSample struct {
 // 25 s after since, more than two housekeeping rounds), and returns it.
 func (r *Runner) freshSample(ctx context.Context, cs *caseState, since time.Time) (kubeletSample, error) {
 	k, pod := cs.client.kubelet, kubeletPodName+"-"+clients.KubeletNodeName
-	deadline := time.Now().Add(r.scaled(2 * time.Minute))
+	limit := r.scaled(30 * time.Second)
+	deadline := time.Now().Add(limit)
 	var last string
 	for {
 		var s kubeletSample
@@ -319,7 +320,7 @@ func (r *Runner) freshSample(ctx context.Context, cs *caseState, since time.Time
 			last = err.Error()
 		}
 		if time.Now().After(deadline) {
-			return s, fmt.Errorf("the kubelet's /metrics/cadvisor had no sample after %s within %s: %s", since.Format(time.RFC3339), r.scaled(2*time.Minute), last)
+			return s, fmt.Errorf("the kubelet's /metrics/cadvisor had no sample after %s within %s: %s", since.Format(time.RFC3339), limit, last)
 		}
 		select {
 		case <-ctx.Done():
