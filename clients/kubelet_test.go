@@ -152,13 +152,14 @@ func TestKubeletErrors(t *testing.T) {
 		`W1204 10:00:02.000000     123 watcher.go:3] "cgroup warning"`,
 		`E1204 10:00:03.000000     123 kubelet.go:4] "Error getting node" err="node \"cgc-node\" not found"`,
 		`E1204 10:00:04.000000     123 cadvisor_stats_provider.go:5] "Unable to fetch pod log stats" err="open /var/log/pods/x: no such file"`,
+		`E1204 10:00:05.000000     123 pod_container_manager_linux.go:6] "Failed to delete Cgroup paths" name="kubepods"`,
 	}, "\n")
 	got := KubeletErrors(log, "cgroup")
-	if len(got) != 1 || !strings.Contains(got[0], "Failed to create existing container") {
-		t.Errorf("errors about cgroups %q", got)
+	if len(got) != 2 || !strings.Contains(got[0], "Failed to create existing container") || !strings.Contains(got[1], "Failed to delete Cgroup paths") {
+		t.Errorf("errors about cgroups (in any case) %q", got)
 	}
-	if n := len(KubeletErrors(log, "")); n != 3 {
-		t.Errorf("every error line: %d, want 3", n)
+	if n := len(KubeletErrors(log, "")); n != 4 {
+		t.Errorf("every error line: %d, want 4", n)
 	}
 }
 

@@ -28,6 +28,7 @@ replace (
 	k8s.io/cri-client => ./staging/src/k8s.io/cri-client
 	k8s.io/kubelet => ./staging/src/k8s.io/kubelet
 	github.com/example/other => github.com/example/fork v1.0.0
+	k8s.io/utils => ./third_party/utils
 )
 `
 
@@ -74,8 +75,12 @@ func TestUnstageGoMod(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("requires (-want +got):\n%s", diff)
 	}
-	if len(f.Replace) != 1 || f.Replace[0].Old.Path != "github.com/example/other" {
-		t.Errorf("only the staging replaces go; left %+v", f.Replace)
+	var kept []string
+	for _, r := range f.Replace {
+		kept = append(kept, r.Old.Path+" => "+r.New.Path)
+	}
+	if diff := cmp.Diff([]string{"github.com/example/other => github.com/example/fork", "k8s.io/utils => ./third_party/utils"}, kept); diff != "" {
+		t.Errorf("only the staging replaces go (-want +got):\n%s", diff)
 	}
 	if strings.Contains(string(out), "./staging") {
 		t.Errorf("a staging folder is still named:\n%s", out)

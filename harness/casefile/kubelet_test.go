@@ -41,24 +41,40 @@ func TestKubeletStaticGood(t *testing.T) {
 }
 
 func TestKubeletStaticBad(t *testing.T) {
+	// Edits that put the case in a second context, cri-privileged, and
+	// hold one of the kubelet's steps to kubelet-static with when.
+	const (
+		both    = "contexts: [kubelet-static]|contexts: [kubelet-static, cri-privileged]"
+		cpuOnly = "do: kubelet-cpu, duration: 3s,|do: kubelet-cpu, duration: 3s, when: {contexts: [kubelet-static]},"
+		sane    = "{id: sane, do: check,|{id: sane, do: check, when: {contexts: [kubelet-static]},"
+		podGone = "{id: pod-gone, do: remove-pod}|{id: pod-gone, do: remove-pod, when: {contexts: [kubelet-static]}}"
+	)
 	for _, tc := range []struct {
-		name, edit, wantErr string
+		name    string
+		edits   []string
+		wantErr string
 	}{
-		{"cpu outside kubelet-static", "contexts: [kubelet-static]|contexts: [kubelet-static, cri-privileged]", "steps[2].do: kubelet-cpu needs the real kubelet (contexts: [kubelet-static])"},
-		{"remove-pod outside kubelet-static", "contexts: [kubelet-static]|contexts: [cri-privileged]", "steps[2].do: kubelet-cpu needs the real kubelet"},
-		{"sane outside kubelet-static", "  - {id: cpu, do: kubelet-cpu, duration: 3s, expect: {chargedTo: container, rollupAtLeast: 0.9}}\n|  - {id: cpu, do: kubelet-cpu, duration: 3s, when: {contexts: [kubelet-static]}}\n", ""},
-		{"cpu takes no sandbox", "{id: cpu, do: kubelet-cpu,|{id: cpu, do: kubelet-cpu, sandbox: a,", "steps[2].sandbox: action \"kubelet-cpu\" takes no sandbox"},
-		{"cpu needs a duration", "do: kubelet-cpu, duration: 3s,|do: kubelet-cpu,", "steps[2].duration"},
-		{"chargedTo vocabulary", "chargedTo: container|chargedTo: node", `steps[2].expect.chargedTo: "node" must be container or pod`},
-		{"chargedTo on burn", "{do: run, sandbox: b}|{do: run, sandbox: b}\n  - {do: burn, sandbox: b, duration: 1s, expect: {chargedTo: pod}}", "steps[2].expect.chargedTo: only kubelet-cpu"},
-		{"chargedTo needs rollupAtLeast", "chargedTo: container, rollupAtLeast: 0.9|chargedTo: container", "steps[2].expect.chargedTo: give rollupAtLeast"},
+		{"cpu outside kubelet-static", []string{"contexts: [kubelet-static]|contexts: [cri-privileged]"}, "steps[2].do: kubelet-cpu needs the real kubelet (contexts: [kubelet-static]), not cri-privileged"},
+		{"cpu in a second context", []string{both}, "steps[2].do: kubelet-cpu needs the real kubelet"},
+		{"kubeletSane in a second context", []string{both, cpuOnly}, "steps[3].do: kubeletSane needs the real kubelet (contexts: [kubelet-static]), not cri-privileged"},
+		{"remove-pod in a second context", []string{both, cpuOnly, sane}, "steps[6].do: remove-pod needs the real kubelet (contexts: [kubelet-static]), not cri-privileged"},
+		{"each held to kubelet-static with when", []string{both, cpuOnly, sane, podGone}, ""},
+		{"cpu takes no sandbox", []string{"{id: cpu, do: kubelet-cpu,|{id: cpu, do: kubelet-cpu, sandbox: a,"}, "steps[2].sandbox: action \"kubelet-cpu\" takes no sandbox"},
+		{"cpu needs a duration", []string{"do: kubelet-cpu, duration: 3s,|do: kubelet-cpu,"}, "steps[2].duration"},
+		{"chargedTo vocabulary", []string{"chargedTo: container|chargedTo: node"}, `steps[2].expect.chargedTo: "node" must be container or pod`},
+		{"chargedTo on burn", []string{"{do: run, sandbox: b}|{do: run, sandbox: b}\n  - {do: burn, sandbox: b, duration: 1s, expect: {chargedTo: pod}}"}, "steps[2].expect.chargedTo: only kubelet-cpu"},
+		{"chargedTo needs rollupAtLeast", []string{"chargedTo: container, rollupAtLeast: 0.9|chargedTo: container"}, "steps[2].expect.chargedTo: give rollupAtLeast"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			old, repl, _ := strings.Cut(tc.edit, "|")
-			if !strings.Contains(goodKubeletStatic, old) {
-				t.Fatalf("edit %q does not apply", old)
+			doc := goodKubeletStatic
+			for _, e := range tc.edits {
+				old, repl, _ := strings.Cut(e, "|")
+				if !strings.Contains(doc, old) {
+					t.Fatalf("edit %q does not apply", old)
+				}
+				doc = strings.Replace(doc, old, repl, 1)
 			}
-			_, err := Parse([]byte(strings.Replace(goodKubeletStatic, old, repl, 1)))
+			_, err := Parse([]byte(doc))
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Errorf("Parse: %v", err)
