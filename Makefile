@@ -10,7 +10,7 @@ export CGO_ENABLED = 0
 # .ci/install-deps puts Go in /usr/local/go-ci when the machine has none.
 export PATH := /usr/local/go/bin:/usr/local/go-ci/bin:$(PATH)
 
-.PHONY: all deps runsc runsc-prs cgconform clients clients-prove clients-vm conformance test vet fmt-check fuzz matrix killstorm evidence bench upstream-series upstream-check upstream-sync clean
+.PHONY: all deps runsc runsc-prs cgconform clients clients-prove clients-vm kubelet-cpu conformance test vet fmt-check fuzz matrix killstorm evidence bench upstream-series upstream-check upstream-sync clean
 
 all: runsc cgconform
 
@@ -33,9 +33,12 @@ cgconform:
 
 # Real clients (clients/): containerd 2.x with CRI, ctr, the runc shim and
 # crictl from the Go module proxy, gVisor's runsc shim from the stock and
-# patched trees; rebuilt only when a pinned version changes.
+# patched trees, and the kubelet (k8s.io/kubernetes, about 40 minutes cold
+# on 2 cores; KUBELET=0 leaves it out); rebuilt only when a pinned version
+# changes.
+KUBELET ?= 1
 clients: runsc
-	$(GO) run ./clients/cmd/cgclients build
+	$(GO) run ./clients/cmd/cgclients build -kubelet=$(if $(filter 0,$(KUBELET)),false,true)
 	$(GO) build -o bin/cgclients ./clients/cmd/cgclients
 
 # Drive them on this host (below a test cgroup) / in a systemd-v2 VM.
@@ -44,6 +47,14 @@ clients-prove: clients
 
 clients-vm: clients
 	bin/cgclients vm -out out/clients/vm $(CLIENTS_FLAGS)
+
+# The seed's measurement under a real kubelet (issue 26): the
+# client-kubelet-* cases in the systemd VMs, one at a time, stock and
+# patched runsc; out/kubelet/report.md and report.json (the kubelet-cpu
+# step's note holds the numbers).
+kubelet-cpu: deps runsc cgconform clients
+	$(GO) run ./ci/cmd/matrix -modes "systemd-v2 systemd-v1" -out out/kubelet -jobs 1 -run '^client-kubelet-' \
+		-runtimes runsc-patched=/payload/bin/runsc-patched,runsc-stock=/payload/bin/runsc-stock $(MATRIX_FLAGS)
 
 # The main job: every case on this host against every available runtime.
 conformance: deps runsc cgconform

@@ -63,6 +63,9 @@ func (t Tool) InstallArgs() []string {
 // Binaries are the paths of everything built.
 type Binaries struct {
 	Containerd, Ctr, RuncShim, Crictl string
+	// Kubelet is bin/kubelet, or "" where it was not built (Find does not
+	// require it: only the kubelet cases need it, and they skip without).
+	Kubelet string
 	// RunscShim and Runsc map a flavor ("patched", "stock") to its shim and
 	// runsc binaries.
 	RunscShim, Runsc map[string]string
@@ -74,6 +77,9 @@ type Config struct {
 	WorkDir  string // gVisor trees (runscbuild)
 	BinDir   string // the binaries and their stamps
 	Log      io.Writer
+	// NoKubelet leaves the kubelet out of All (about 40 minutes cold on
+	// 2 cores: CI builds the clients without it).
+	NoKubelet bool
 }
 
 // EnsureTool builds one tool unless its stamp says it is up to date.
@@ -159,6 +165,13 @@ func All(c Config) (*Binaries, error) {
 			b.Crictl = p
 		}
 	}
+	if c.NoKubelet {
+		fmt.Fprintln(c.Log, "clients: the kubelet is left out (-kubelet=false); the kubelet-static cases skip without it")
+		return b, nil
+	}
+	if b.Kubelet, err = EnsureKubelet(c, KubeletTool); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -186,14 +199,23 @@ func Find(binDir string) (*Binaries, error) {
 			return nil, fmt.Errorf("%s is missing (build it with make clients): %w", p, err)
 		}
 	}
+	if k := filepath.Join(binDir, "kubelet"); fileExists(k) {
+		b.Kubelet = k
+	}
 	return b, nil
 }
 
-// Paths lists every binary, in a stable order.
+// Paths lists every binary Find requires, in a stable order (the kubelet,
+// optional, is not among them).
 func (b *Binaries) Paths() []string {
 	out := []string{b.Containerd, b.Ctr, b.RuncShim, b.Crictl}
 	for _, f := range []string{"patched", "stock"} {
 		out = append(out, b.RunscShim[f], b.Runsc[f])
 	}
 	return out
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -233,6 +233,11 @@ type Expect struct {
 	// RollupAtLeast (burn only): the caller's cgroup must be charged at
 	// least this fraction of the CPU time the sandbox's cgroup was charged.
 	RollupAtLeast float64 `json:"rollupAtLeast,omitempty"`
+	// ChargedTo (kubelet-cpu only, with RollupAtLeast): whose
+	// container_cpu_usage_seconds_total, as the kubelet reports it, must
+	// grow by at least RollupAtLeast of the CPU the sandboxes' own cgroups
+	// were charged: "container" (the static pod's container, C) or "pod".
+	ChargedTo string `json:"chargedTo,omitempty"`
 }
 
 // Check is one assertion about the observed state. Exactly one field is set.
@@ -279,6 +284,10 @@ type Check struct {
 	// that a scope made through systemd is told from the same path made
 	// with cgroupfs.
 	Unit *UnitCheck `json:"unit,omitempty"`
+	// KubeletSane (kubelet-static): the kubelet logged no error about a
+	// cgroup since the context started, and every cgroup a live sandbox
+	// runs in is still there (its cleanup removed none).
+	KubeletSane bool `json:"kubeletSane,omitempty"`
 }
 
 // UnitCheck asserts a systemd unit's state, as systemctl reports it.
@@ -381,12 +390,12 @@ var (
 	// root; clients when the real clients (containerd, ctr, crictl, the
 	// runsc and runc shims) are there (cgconform -clients).
 	Requirements = []string{"root", "cgroup-v1", "hybrid", "cgroup-v2", "v1-controllers", "systemd", "no-systemd", "cgroupns", "no-nsdelegate", "throwaway", "clients"}
-	// Contexts a case may run in. The last five are made by a real
+	// Contexts a case may run in. The last six are made by a real
 	// containerd (ClientContexts).
 	Contexts = []string{"host", "container", "caller-nested", "caller-nested-cgroupns", "kubepods-privileged", "kubepods-delegated", "kubepods-nsenter", "systemd-unit", "systemd-unit-undelegated",
-		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated"}
+		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated", "kubelet-static"}
 	// Actions a step may do.
-	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "write-state", "stop-unit", "check"}
+	Actions = []string{"create", "start", "run", "exec", "kill", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "write-state", "stop-unit", "kubelet-cpu", "remove-pod", "check"}
 	// SetupActions a setup item may do.
 	SetupActions = []string{"mkdir", "chown", "write", "process"}
 	// Options are runtime-neutral sandbox switches.
@@ -737,6 +746,9 @@ func (c *Case) Validate() error {
 			}
 		}
 	}
+	if err := c.validateKubelet(); err != nil {
+		return err
+	}
 	return c.validateClients()
 }
 
@@ -818,7 +830,7 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 	if !slices.Contains(Actions, st.Do) {
 		return ferr(f+".do", "unknown action %q (known: %s)", st.Do, strings.Join(Actions, ", "))
 	}
-	needSandbox := !slices.Contains([]string{"sleep", "check", "write", "kill-process"}, st.Do)
+	needSandbox := !slices.Contains([]string{"sleep", "check", "write", "kill-process", "kubelet-cpu", "remove-pod"}, st.Do)
 	if needSandbox && !sandboxes[st.Sandbox] {
 		return ferr(f+".sandbox", "%q is not a sandbox of this case", st.Sandbox)
 	}
@@ -836,7 +848,10 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 			return ferr(f+".signal", "%v", err)
 		}
 	}
-	if (st.Do == "sleep" || st.Do == "burn") != (st.Duration.Duration > 0) {
+	if st.Do == "kubelet-cpu" && st.Duration.Duration <= 0 {
+		return ferr(f+".duration", "kubelet-cpu needs a positive duration (\"3s\"): how long each sandbox burns")
+	}
+	if (st.Do == "sleep" || st.Do == "burn") != (st.Duration.Duration > 0) && st.Do != "kubelet-cpu" {
 		return ferr(f+".duration", "sleep and burn need a positive duration (\"3s\"), and only they take one")
 	}
 	if k := st.Kill; k != nil {
@@ -889,8 +904,17 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 		if e.Fail && e.AnyExit {
 			return ferr(f+".expect", "fail and anyExit exclude each other")
 		}
-		if e.RollupAtLeast != 0 && st.Do != "burn" {
-			return ferr(f+".expect.rollupAtLeast", "only burn measures usage")
+		if e.RollupAtLeast != 0 && st.Do != "burn" && st.Do != "kubelet-cpu" {
+			return ferr(f+".expect.rollupAtLeast", "only burn and kubelet-cpu measure usage")
+		}
+		if e.ChargedTo != "" && st.Do != "kubelet-cpu" {
+			return ferr(f+".expect.chargedTo", "only kubelet-cpu reads the kubelet's figures")
+		}
+		if e.ChargedTo != "" && e.ChargedTo != "container" && e.ChargedTo != "pod" {
+			return ferr(f+".expect.chargedTo", "%q must be container or pod", e.ChargedTo)
+		}
+		if st.Do == "kubelet-cpu" && (e.ChargedTo == "") != (e.RollupAtLeast == 0) {
+			return ferr(f+".expect.chargedTo", "give rollupAtLeast (a fraction) and chargedTo (container or pod) together")
 		}
 	}
 	if st.When != nil {
@@ -998,7 +1022,7 @@ func (c *Check) validate(f string, sandboxes map[string]bool) error {
 			return ferr(f+"."+kv.field, "%q %s", kv.ref, refForm)
 		}
 	}
-	for _, b := range []bool{c.NothingLeft, c.NothingCreated, c.NothingRemoved, c.NoneNamed != ""} {
+	for _, b := range []bool{c.NothingLeft, c.NothingCreated, c.NothingRemoved, c.NoneNamed != "", c.KubeletSane} {
 		if b {
 			n++
 		}

@@ -41,6 +41,35 @@ var ClientContexts = map[string]ClientContext{
 	"kubelet-systemd":  {Name: "kubelet-systemd", Makes: true, OneSandbox: true, Actions: append([]string{"run", "delete", "delete-force", "state", "wait-stopped", "exec"}, commonChecks...)},
 	"cri-privileged":   {Name: "cri-privileged"},
 	"cri-delegated":    {Name: "cri-delegated"},
+	"kubelet-static":   {Name: "kubelet-static"},
+}
+
+// KubeletSteps are what only the real kubelet's context (kubelet-static)
+// can do: actions, and the check kubeletSane.
+var KubeletSteps = []string{"kubelet-cpu", "remove-pod", "kubeletSane"}
+
+// validateKubelet holds the kubelet's steps to the contexts that have a
+// kubelet: every context a step applies to must be kubelet-static.
+func (c *Case) validateKubelet() error {
+	for i, st := range c.Steps {
+		what := st.Do
+		if st.Check != nil && st.Check.KubeletSane {
+			what = "kubeletSane"
+		}
+		if !slices.Contains(KubeletSteps, what) {
+			continue
+		}
+		cxs := c.CaseContexts()
+		if st.When != nil && len(st.When.Contexts) > 0 {
+			cxs = st.When.Contexts
+		}
+		for _, cx := range cxs {
+			if cx != "kubelet-static" {
+				return ferr(fmt.Sprintf("steps[%d].do", i), "%s needs the real kubelet (contexts: [kubelet-static]), not %s; restrict the step with when.contexts", what, cx)
+			}
+		}
+	}
+	return nil
 }
 
 // IsClientContext reports whether cx is made by a real containerd.

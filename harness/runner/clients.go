@@ -47,7 +47,7 @@ func clientKindOf(cx string) clientKind {
 		return clientCtr
 	case "kubelet-cgroupfs", "kubelet-systemd":
 		return clientKubelet
-	case "cri-privileged", "cri-delegated":
+	case "cri-privileged", "cri-delegated", "kubelet-static":
 		return clientExec
 	}
 	return clientNone
@@ -68,6 +68,12 @@ type clientState struct {
 	pod *clients.Pod
 	// podRemoved says the exec context's pod is gone already.
 	podRemoved bool
+	// kubelet is kubelet-static's kubelet; kubeletMadeQoS says
+	// kubepods.slice was not there before it; kubeletLogFrom is where
+	// its log stood once the pod ran.
+	kubelet        *clients.Kubelet
+	kubeletMadeQoS bool
+	kubeletLogFrom int64
 }
 
 // PodHandlerDelegated is the runc handler of the cri-delegated pod: cgroup2
@@ -121,6 +127,13 @@ func (r *Runner) clientSkip(cx string, rt Runtime) string {
 	case "kubelet-systemd":
 		if !r.host.SystemdPID1 {
 			return "the systemd cgroup driver needs systemd as PID 1 (runs in the systemd VMs)"
+		}
+	case "kubelet-static":
+		if r.opt.Clients.Kubelet == "" {
+			return "needs bin/kubelet (make clients builds it)"
+		}
+		if !r.host.SystemdPID1 {
+			return "the kubelet runs with the systemd cgroup driver where systemd is PID 1 (the systemd VMs); the cgroupfs driver is not wired"
 		}
 	case "cri-delegated":
 		if r.host.Mode != mode.V2 {
@@ -293,17 +306,21 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 	if !privileged {
 		handler = PodHandlerDelegated
 	}
-	pod, _, err := cl.c.NewPod(ctx, clients.PodOptions{Handler: handler, CgroupRoot: cs.root, HostPID: true, Privileged: privileged, Name: "cgc-" + cs.cx})
-	if err != nil {
-		return err
-	}
-	pod.Limit = r.clientLimit()
-	cl.pod = pod
 	fail := func(st clients.Step) error {
 		return fmt.Errorf("%s: exit %d %s %s", st.Name, st.Exit, st.Err, check.LastLines(st.Output, 4))
 	}
-	if st := pod.Run(ctx); !st.OK() {
-		return fail(st)
+	var pod *clients.Pod
+	if cs.cx != "kubelet-static" {
+		var err error
+		pod, _, err = cl.c.NewPod(ctx, clients.PodOptions{Handler: handler, CgroupRoot: cs.root, HostPID: true, Privileged: privileged, Name: "cgc-" + cs.cx})
+		if err != nil {
+			return err
+		}
+		pod.Limit = r.clientLimit()
+		cl.pod = pod
+		if st := pod.Run(ctx); !st.OK() {
+			return fail(st)
+		}
 	}
 	// Only the folders runsc uses, not the work folder: CRI mounts are
 	// recursive, and the work folder holds containerd's base with this
@@ -317,11 +334,19 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 		}
 		mounts = append(mounts, clients.Mount{HostPath: d, ContainerPath: d})
 	}
-	if st := pod.CreateContainer(ctx, clients.ContainerOptions{Name: "runtime", Privileged: privileged, AllCapabilities: !privileged, Mounts: mounts}); !st.OK() {
-		return fail(st)
-	}
-	if st := pod.StartContainer(ctx); !st.OK() {
-		return fail(st)
+	if cs.cx == "kubelet-static" {
+		var err error
+		if pod, err = r.setupKubeletPod(ctx, cs, mounts); err != nil {
+			return err
+		}
+		cl.pod = pod
+	} else {
+		if st := pod.CreateContainer(ctx, clients.ContainerOptions{Name: "runtime", Privileged: privileged, AllCapabilities: !privileged, Mounts: mounts}); !st.OK() {
+			return fail(st)
+		}
+		if st := pod.StartContainer(ctx); !st.OK() {
+			return fail(st)
+		}
 	}
 	s := pod.Inspect(ctx)
 	if s.ContainerPID <= 0 || !alive(s.ContainerPID) {
@@ -336,6 +361,11 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 		if p, ok := cg[h.Key]; ok {
 			cs.caller[h.Key] = p
 		}
+	}
+	if cs.cx == "kubelet-static" {
+		// The kubelet made the pod's cgroup: the container's parent.
+		pod.ParentDir = podDir(cs.caller[r.refKey()])
+		defer cl.afterKubeletSetup()
 	}
 	if !cgroupfs.IsUnder(pod.ParentDir, cs.root) {
 		for _, h := range r.host.Hierarchies {
@@ -624,6 +654,7 @@ func (r *Runner) closeClient(cs *caseState) []string {
 	}
 	var left []string
 	ctx := context.Background()
+	left = append(left, r.closeKubelet(cs)...)
 	if cl.pod != nil && cl.pod.SandboxID != "" && (cl.kind == clientExec && !cl.podRemoved || cl.kind == clientKubelet) {
 		if st := cl.pod.Remove(ctx, true); !st.OK() && cl.kind == clientExec {
 			left = append(left, fmt.Sprintf("crictl rmp -f of the context's pod: exit %d %s %s", st.Exit, st.Err, st.Output))

@@ -46,7 +46,7 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 		return r.setupUnit(ctx, cs, true)
 	case "systemd-unit-undelegated":
 		return r.setupUnit(ctx, cs, false)
-	case "ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated":
+	case "ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated", "kubelet-static":
 		return r.setupClient(ctx, cs)
 	default:
 		return fmt.Errorf("unknown context %q", cs.cx)

@@ -89,6 +89,10 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		recs = []report.Step{{ID: st.ID, Do: st.Do}}
 	case "check":
 		recs = []report.Step{r.checkStep(ctx, cs, st)}
+	case "kubelet-cpu":
+		recs = []report.Step{r.kubeletCPUStep(ctx, cs, st)}
+	case "remove-pod":
+		recs = []report.Step{r.removePodStep(ctx, cs, st)}
 	}
 	after := r.snapshot(cs)
 	added, removed := diffSets(before, after)
@@ -670,6 +674,8 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in
 		return check.Placement(c.Holders, "", nil, procs, cs.caller, keys, names)
 	case c.RunscLog != nil:
 		return r.checkRunscLog(cs, c.RunscLog, in)
+	case c.KubeletSane:
+		return r.checkKubeletSane(cs, read)
 	case c.Unit != nil:
 		name := c.Unit.Name
 		out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "show", "-p", "ActiveState", "--value", name))

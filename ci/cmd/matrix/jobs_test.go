@@ -178,3 +178,30 @@ func TestImageModesAreHosts(t *testing.T) {
 		t.Errorf("image modes differ from mode.Hosts (-want +got):\n%s", d)
 	}
 }
+
+// The kubelet (make clients builds it) goes into the payload with the
+// clients when bin/ has it; without it the kubelet-static cases skip.
+func TestPayloadCarriesTheKubelet(t *testing.T) {
+	bin := t.TempDir()
+	for _, n := range []string{"runsc-stock", "runsc-patched", "containerd", "ctr", "containerd-shim-runc-v2", "crictl", "containerd-shim-runsc-v1-patched", "containerd-shim-runsc-v1-stock"} {
+		if err := os.WriteFile(filepath.Join(bin, n), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := payloadFor(options{bin: bin, timeScale: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Bins["kubelet"]; ok {
+		t.Error("a kubelet that is not there went into the payload")
+	}
+	if err := os.WriteFile(filepath.Join(bin, "kubelet"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = payloadFor(options{bin: bin, timeScale: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Bins["kubelet"] != filepath.Join(bin, "kubelet") {
+		t.Errorf("payload bins %v lack the kubelet", p.Bins)
+	}
+}

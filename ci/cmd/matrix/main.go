@@ -298,6 +298,11 @@ func payloadFor(o options) (vmimage.Payload, error) {
 		for _, path := range bins.Paths() {
 			p.Bins[filepath.Base(path)] = path
 		}
+		// The kubelet of the kubelet-static context (about 120 MB), when
+		// make clients built it.
+		if bins.Kubelet != "" {
+			p.Bins["kubelet"] = bins.Kubelet
+		}
 	} else {
 		fmt.Printf("matrix: the client cases will skip in the VMs: %v\n", err)
 	}
