@@ -49,6 +49,13 @@ func TestCommands(t *testing.T) {
 		{"runsc update", Runtime{Kind: "runsc"}, nil, "update", []string{"--root", "/r", "--network=none", "--debug-log=/l/", "update", "--resources", "/b/update.json", "id"}, 0},
 		{"runc update", Runtime{Kind: "runc"}, nil, "update", []string{"--root", "/r", "update", "--resources", "/b/update.json", "id"}, 0},
 		{"crun update", Runtime{Kind: "crun"}, nil, "update", []string{"--root", "/r", "update", "--resources", "/b/update.json", "id"}, 0},
+		// pause and resume: one word and the ID in every runtime.
+		{"runsc pause", Runtime{Kind: "runsc"}, nil, "pause", []string{"--root", "/r", "--network=none", "--debug-log=/l/", "pause", "id"}, 0},
+		{"runsc resume", Runtime{Kind: "runsc"}, nil, "resume", []string{"--root", "/r", "--network=none", "--debug-log=/l/", "resume", "id"}, 0},
+		{"runc pause", Runtime{Kind: "runc"}, nil, "pause", []string{"--root", "/r", "pause", "id"}, 0},
+		{"runc resume", Runtime{Kind: "runc"}, []string{"systemd-cgroup"}, "resume", []string{"--root", "/r", "--systemd-cgroup", "resume", "id"}, 0},
+		{"crun pause", Runtime{Kind: "crun"}, nil, "pause", []string{"--root", "/r", "pause", "id"}, 0},
+		{"crun resume", Runtime{Kind: "crun"}, nil, "resume", []string{"--root", "/r", "resume", "id"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			global, notes := tc.rt.GlobalFlags("/r", "/l", tc.options)

@@ -170,6 +170,9 @@ func (r *Runtime) Command(global []string, action, id, bundle string, args []str
 			signal = "KILL"
 		}
 		c = append(c, "kill", id, signal)
+	case "pause", "resume":
+		// The same subcommand in runsc, runc and crun.
+		c = append(c, action, id)
 	case "delete":
 		c = append(c, "delete", id)
 	case "delete-force":

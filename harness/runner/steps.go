@@ -52,7 +52,7 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 	t0 := time.Now()
 	var recs []report.Step
 	switch st.Do {
-	case "create", "start", "run", "exec", "kill", "delete", "delete-force", "state", "update":
+	case "create", "start", "run", "exec", "kill", "pause", "resume", "delete", "delete-force", "state", "update":
 		recs = r.forInstances(ctx, cs, st, r.commandStep)
 	case "kill-sandbox", "kill-gofer":
 		recs = r.forInstances(ctx, cs, st, r.killStep)
