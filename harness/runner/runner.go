@@ -500,6 +500,11 @@ func (r *Runner) runKilled(ctx context.Context, cs *caseState, in *instance, arg
 	}
 	res.dur = time.Since(start)
 	r.reaper.release(pid)
+	// Reap what the command left as zombies (a sandbox its delete killed)
+	// before the next step, as a shim reaps on SIGCHLD: runsc counts a
+	// zombie sandbox as alive (kill(pid, 0)), so the next delete would try
+	// its gone control socket and fail.
+	r.reaper.reap()
 	res.exit = cmd.ProcessState.ExitCode()
 	if werr != nil {
 		var ee *exec.ExitError
