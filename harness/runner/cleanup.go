@@ -133,6 +133,8 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 		cs.noteDelete(res.dur)
 		if res.exit != 0 {
 			notes = append(notes, fmt.Sprintf("delete --force %s exited %d: %s", in.label, res.exit, trunc(res.output, 300)))
+		} else {
+			in.deleted = true
 		}
 	}
 	// Give exiting sandboxes a moment, then look for what is left.
@@ -177,7 +179,28 @@ func (r *Runner) leftovers(cs *caseState) []string {
 	for _, p := range r.strayProcs(cs) {
 		out = append(out, fmt.Sprintf("pid %d (%s) %s", p, comm(p), strings.Join(cmdline(p), " ")))
 	}
+	out = append(out, strayState(cs.order)...)
 	return append(out, r.strayMounts(cs)...)
+}
+
+// strayState is what a runtime left in its --root for a container it
+// deleted: runsc's state, lock and control socket files (a killed create's
+// stayed with stock runsc: issue 25 item 3), runc's and crun's state folder.
+func strayState(insts []*instance) []string {
+	var out []string
+	for _, in := range insts {
+		if !in.deleted {
+			continue
+		}
+		ents, _ := os.ReadDir(in.root)
+		for _, e := range ents {
+			n := e.Name()
+			if n == in.id || n == "runsc-"+in.id+".sock" || strings.HasSuffix(n, ":"+in.id+".state") || strings.HasSuffix(n, ":"+in.id+".lock") {
+				out = append(out, "state "+filepath.Join(in.root, n))
+			}
+		}
+	}
+	return out
 }
 
 // strayMounts are mounts a runtime left in the case's folder (a failed
@@ -387,7 +410,7 @@ func groupByPath(items []string, nHier int) []string {
 	var out []string
 	for _, it := range items {
 		h, p, ok := strings.Cut(it, ":/")
-		if !ok || strings.HasPrefix(it, "pid ") {
+		if !ok || strings.HasPrefix(it, "pid ") || strings.HasPrefix(it, "state ") {
 			out = append(out, it)
 			continue
 		}

@@ -191,3 +191,22 @@ func (f *fakeCase) mkdir1(t *testing.T, h cgroupfs.Hierarchy, rel string) {
 		t.Fatal(err)
 	}
 }
+
+// TestStrayState checks which files of a --root count as left behind: only
+// those of a deleted container, by the names runsc, runc and crun use.
+func TestStrayState(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"null-netns", "runsc-tok-a.sock", "tok-sb_sandbox:tok-a.state", "tok-sb_sandbox:tok-a.lock", "tok-a", "tok-ab", "runsc-tok-ab.sock", "runsc-tok-b.sock"} {
+		if err := os.WriteFile(filepath.Join(root, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insts := []*instance{{id: "tok-a", root: root, deleted: true}, {id: "tok-b", root: root}}
+	var want []string
+	for _, n := range []string{"runsc-tok-a.sock", "tok-a", "tok-sb_sandbox:tok-a.lock", "tok-sb_sandbox:tok-a.state"} {
+		want = append(want, "state "+filepath.Join(root, n))
+	}
+	if diff := cmp.Diff(want, strayState(insts)); diff != "" {
+		t.Errorf("strayState (-want +got):\n%s", diff)
+	}
+}
