@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -100,7 +101,7 @@ func PrepareTree(m Module, dst string, patches []Patch, log io.Writer) error {
 	if err := os.RemoveAll(dst); err != nil {
 		return fmt.Errorf("clearing %s: %w", dst, err)
 	}
-	if err := copyTree(m.Dir, dst); err != nil {
+	if err := CopyTree(m.Dir, dst); err != nil {
 		return fmt.Errorf("copying %s to %s: %w", m.Dir, dst, err)
 	}
 	g := git{dir: dst}
@@ -394,9 +395,10 @@ func Ensure(c Config, m Module, f Flavor) (string, error) {
 	return tree, nil
 }
 
-// copyTree copies a regular-file tree, making everything writable (the module
+// CopyTree copies a module's regular-file tree, leaving out the folders
+// named skip (relative to src), and makes everything writable (the module
 // cache is read-only).
-func copyTree(src, dst string) error {
+func CopyTree(src, dst string, skip ...string) error {
 	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -407,6 +409,8 @@ func copyTree(src, dst string) error {
 		}
 		target := filepath.Join(dst, rel)
 		switch {
+		case d.IsDir() && slices.Contains(skip, rel):
+			return filepath.SkipDir
 		case d.IsDir():
 			return os.MkdirAll(target, 0o755)
 		case d.Type().IsRegular():

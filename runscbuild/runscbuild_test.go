@@ -220,3 +220,39 @@ func TestSeriesHashChangesWithContentAndOrder(t *testing.T) {
 		t.Errorf("VersionString = %q", got)
 	}
 }
+
+// TestCopyTree checks that a read-only module tree is copied writable,
+// without the skipped folders, and that a symlink stops the copy.
+func TestCopyTree(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	for _, f := range []string{"a/x.go", "vendor/y.go", "a/vendor/z.go"} {
+		if err := os.MkdirAll(filepath.Join(src, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, f), []byte(f), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := CopyTree(src, dst, "vendor"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	_ = filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			info, _ := d.Info()
+			rel, _ := filepath.Rel(dst, p)
+			got = append(got, rel+" "+info.Mode().Perm().String())
+		}
+		return err
+	})
+	want := []string{"a/vendor/z.go -rw-r--r--", "a/x.go -rw-r--r--"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("copied (-want +got):\n%s", diff)
+	}
+	if err := os.Symlink("a", filepath.Join(src, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := CopyTree(src, t.TempDir()); err == nil {
+		t.Error("CopyTree copied a tree with a symlink")
+	}
+}

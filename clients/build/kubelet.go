@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/runsc-cgroups/cgconform/runscbuild"
 )
 
 // The kubelet, from k8s.io/kubernetes at this version. Its module zip holds
@@ -130,7 +130,7 @@ func EnsureKubelet(c Config, k Kubelet) (string, error) {
 		return "", err
 	}
 	fmt.Fprintf(c.Log, "clients: copying %s@%s into %s\n", k.Module, k.Version, src)
-	if err := copyModule(dir, src); err != nil {
+	if err := runscbuild.CopyTree(dir, src, "vendor"); err != nil {
 		return "", fmt.Errorf("copying %s: %w", dir, err)
 	}
 	gomod := filepath.Join(src, "go.mod")
@@ -187,42 +187,4 @@ func downloadModule(repoRoot, pathAtVersion string) (string, error) {
 		return "", fmt.Errorf("go mod download %s: no folder: %s", pathAtVersion, m.Error)
 	}
 	return m.Dir, nil
-}
-
-// copyModule copies a module's regular files, writable, leaving out vendor/
-// (the build resolves modules with -mod=mod).
-func copyModule(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && rel == "vendor" {
-			return filepath.SkipDir
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		in, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
 }
