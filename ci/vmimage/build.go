@@ -32,7 +32,19 @@ type Builder struct {
 const DefaultKernelPkg = "linux-image-6.1.0-50-cloud-amd64"
 
 // systemdPackages go into the systemd image on top of debootstrap's minbase.
-var systemdPackages = []string{"systemd", "systemd-sysv", "dbus", "busybox-static", "runc", "crun", "ca-certificates"}
+// Docker (docker.io 20.10 with containerd 1.6) and Podman 4.3 are the real
+// clients the harness's docker and podman contexts start themselves; their
+// units are masked. The busybox modes use this disk's /usr for them too
+// (files/init). containernetworking-plugins picks podman's network stack
+// (a virtual package debootstrap cannot choose); apparmor is docker.io's
+// recommendation, without which dockerd refuses every container on a
+// kernel with AppArmor on (the systemd modes mount securityfs).
+var systemdPackages = []string{"systemd", "systemd-sysv", "dbus", "busybox-static", "runc", "crun", "ca-certificates",
+	"docker.io", "podman", "containernetworking-plugins", "apparmor"}
+
+// maskedUnits would start Debian's own daemons at boot, with the default
+// roots the harness's contexts keep away from.
+var maskedUnits = []string{"docker.service", "docker.socket", "containerd.service", "podman.service", "podman.socket", "podman-restart.service", "podman-auto-update.timer"}
 
 func (b *Builder) logf(format string, args ...any) {
 	if b.Log != nil {
@@ -338,6 +350,7 @@ func (b *Builder) SystemdDisk(ctx context.Context) (string, error) {
 	r.AddString("suite", suite)
 	r.AddString("mirror", mirror)
 	r.AddString("packages", strings.Join(systemdPackages, ","))
+	r.AddString("masked", strings.Join(maskedUnits, ","))
 	vs, err := AptVersions(ctx, systemdPackages...)
 	if err != nil {
 		return "", err
@@ -420,6 +433,9 @@ func configureSystemdTree(tree string) error {
 		write("etc/hostname", []byte("cgm-vm\n"), 0o644),
 		write("etc/fstab", []byte("# root is mounted rw by the kernel; the payload by cgm-boot\n"), 0o644),
 		write("etc/machine-id", nil, 0o444),
+	}
+	for _, u := range maskedUnits {
+		steps = append(steps, link("/dev/null", "etc/systemd/system/"+u))
 	}
 	if err := errors.Join(steps...); err != nil {
 		return fmt.Errorf("configuring the systemd tree %s: %w", tree, err)

@@ -51,6 +51,7 @@ func main() {
 	flag.StringVar(&o.accel, "accel", "auto", "kvm, tcg, or auto (kvm when /dev/kvm is usable)")
 	flag.BoolVar(&o.standin, "standin", false, "run the stand-in payload even when bin/cgconform exists")
 	flag.BoolVar(&o.console, "console", false, "print every console line of the VMs, not only the progress lines (all are saved in OUT/MODE/console.log)")
+	flag.StringVar(&o.command, "command", "", "a shell script each VM runs instead of the harness (trying things by hand: the payload's bin/ is on its PATH, what it writes to $CGM_OUT comes back in OUT/MODE)")
 	flag.StringVar(&o.merge, "merge", "", "merge the report.json files of earlier runs (comma-separated folders) into -out, boot nothing")
 	flag.Parse()
 	o.quiet = !o.console
@@ -97,7 +98,7 @@ type options struct {
 	timeScale                                                 float64
 	jobs, cpus, mem                                           int
 	standin, quiet, console                                   bool
-	merge                                                     string
+	merge, command                                            string
 }
 
 // merge joins the reports of runs made elsewhere (the CI jobs of each mode).
@@ -174,17 +175,20 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 		if _, ok := bases[m.Base]; ok {
 			continue
 		}
-		var p string
-		switch m.Base {
-		case vmimage.BaseBusybox:
-			p, err = b.BusyboxInitramfs(ctx)
-		case vmimage.BaseSystemd:
+		p, err := b.BusyboxInitramfs(ctx)
+		if m.Base == vmimage.BaseSystemd {
 			p, err = b.SystemdDisk(ctx)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("building the %s image: %w", m.Base, err)
 		}
 		bases[m.Base] = p
+	}
+	// Every mode gets the Debian disk: the busybox ones take Docker and
+	// Podman from it.
+	debian, err := b.SystemdDisk(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("building the systemd image: %w", err)
 	}
 	unlock()
 	// One copy of bin/ and cases/ for every mode of this run.
@@ -204,7 +208,7 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 			timeout = min(timeout, budgetShare(o.budget-time.Since(start), unfinished, o.jobs))
 		}
 		logf("[%d/%d] mode %s: time limit %s", i+1, n, m.Name, timeout.Round(time.Second))
-		mr := runMode(ctx, o, m, kernel, bases[m.Base], staged, kvm, timeout)
+		mr := runMode(ctx, o, m, kernel, bases[m.Base], debian, staged, kvm, timeout)
 		logf("[%d/%d] mode %s: %s, boot %.0fs, total %.0fs, %d results", i+1, n, m.Name, mr.Status, mr.BootSeconds, mr.WallSeconds, len(mr.Results))
 		return mr
 	})
@@ -318,6 +322,13 @@ func payloadFor(o options) (vmimage.Payload, error) {
 	}
 	if p.Runtimes == "" {
 		p.Runtimes = "runsc-patched=/payload/bin/runsc-patched,runsc-stock=/payload/bin/runsc-stock,runc,crun"
+	}
+	if o.command != "" {
+		b, err := os.ReadFile(o.command)
+		if err != nil {
+			return p, fmt.Errorf("-command: %w", err)
+		}
+		p.Command = string(b)
 	}
 	return p, nil
 }

@@ -18,7 +18,7 @@ import (
 
 // runMode boots one VM and turns what came back into a HostRun. It never
 // fails the whole matrix: a broken host is a row saying why.
-func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string, p *vmimage.Staged, kvm bool, timeout time.Duration) report.HostRun {
+func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debian string, p *vmimage.Staged, kvm bool, timeout time.Duration) report.HostRun {
 	mr := report.HostRun{Host: mode.Host(m.Name), About: m.About, Status: report.NoReport}
 	dir := filepath.Join(o.out, m.Name)
 	if err := os.RemoveAll(dir); err != nil {
@@ -50,6 +50,11 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base string
 		vm.Initrd = base
 		vm.Disks = []vmrun.Disk{{Path: disk}}
 		cmdline = append(cmdline, "rdinit=/init", "cgm.payload=/dev/nvme0n1")
+		if debian != "" {
+			// The systemd disk lends Docker and Podman (files/init).
+			vm.Disks = []vmrun.Disk{{Path: debian, Snapshot: true}, {Path: disk}}
+			cmdline = append(cmdline[:len(cmdline)-1], "cgm.payload=/dev/nvme0n2", "cgm.debian=/dev/nvme0n1")
+		}
 	case vmimage.BaseSystemd:
 		vm.Disks = []vmrun.Disk{{Path: base, Snapshot: true}, {Path: disk}}
 		cmdline = append(cmdline, "root=/dev/nvme0n1", "rw", "rootfstype=ext4", "systemd.show_status=0", "quiet",
