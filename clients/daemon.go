@@ -94,11 +94,9 @@ type Containerd struct {
 	cmd         *exec.Cmd
 	exited      chan struct{}
 	logFile     *os.File
-	// madeRunContainerd lists the folders of /run/containerd this process
-	// created (the shims' socket folder), deepest last; sockets lists the
-	// shim sockets that existed before, so Stop can tell new ones.
-	madeRunContainerd []string
-	sockets           map[string]bool
+	// shimRun notes what of /run/containerd existed before, so Stop
+	// removes only what this containerd's shims made.
+	shimRun shimRun
 	// madeEtc lists the files Start wrote in /etc because there were none
 	// (a busybox VM): the CRI plugin copies hosts and resolv.conf into
 	// every pod.
@@ -131,7 +129,7 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Containerd{Layout: Layout{Base: base}, Host: host, opts: o, exited: make(chan struct{}), sockets: map[string]bool{}}
+	c = &Containerd{Layout: Layout{Base: base}, Host: host, opts: o, exited: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -210,17 +208,7 @@ func (c *Containerd) prepare() error {
 	if _, err := ociimage.WriteFile(l.Image(), ImageName, c.opts.Busybox); err != nil {
 		return fmt.Errorf("writing the local image: %w", err)
 	}
-	// Note what of /run/containerd exists, so Stop removes only what this
-	// containerd's shims made.
-	for _, d := range []string{"/run/containerd", ShimSocketDir, "/run/containerd/fifo"} {
-		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
-			c.madeRunContainerd = append(c.madeRunContainerd, d)
-		}
-	}
-	ents, _ := os.ReadDir(ShimSocketDir)
-	for _, e := range ents {
-		c.sockets[e.Name()] = true
-	}
+	c.shimRun = noteShimRun()
 	for _, f := range []struct{ path, data string }{
 		{"/etc/hosts", "127.0.0.1 localhost\n::1 localhost\n"},
 		{"/etc/resolv.conf", "# written by cgclients: pods use the host network, no DNS\n"},
@@ -532,25 +520,54 @@ func (c *Containerd) Stop() StopReport {
 			r.Errors = append(r.Errors, err.Error())
 		}
 	}
-	ents, _ := os.ReadDir(ShimSocketDir)
-	for _, e := range ents {
-		if !c.sockets[e.Name()] {
-			p := filepath.Join(ShimSocketDir, e.Name())
-			r.ShimSockets = append(r.ShimSockets, p)
-			os.Remove(p)
-		}
-	}
 	for _, f := range c.madeEtc {
 		os.Remove(f)
 	}
-	for i := len(c.madeRunContainerd) - 1; i >= 0; i-- {
-		// Only if empty: another containerd may have started meanwhile.
-		if err := os.Remove(c.madeRunContainerd[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			r.Errors = append(r.Errors, fmt.Sprintf("leaving %s: %v", c.madeRunContainerd[i], err))
-		}
-	}
+	socks, errs := c.shimRun.clean()
+	r.ShimSockets, r.Errors = append(r.ShimSockets, socks...), append(r.Errors, errs...)
 	c.logf("containerd stopped (%s); killed %d leftover processes, unmounted %d, %d shim sockets", r.Exit, len(r.Killed), len(r.Unmounted), len(r.ShimSockets))
 	return r
+}
+
+// shimRun is what of /run/containerd existed before a containerd started:
+// containerd's shim library puts every shim's socket in ShimSocketDir,
+// whatever containerd's own state folder.
+type shimRun struct {
+	made    []string // folders that were missing, deepest last
+	sockets map[string]bool
+}
+
+func noteShimRun() shimRun {
+	r := shimRun{sockets: map[string]bool{}}
+	for _, d := range []string{"/run/containerd", ShimSocketDir, "/run/containerd/fifo"} {
+		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+			r.made = append(r.made, d)
+		}
+	}
+	ents, _ := os.ReadDir(ShimSocketDir)
+	for _, e := range ents {
+		r.sockets[e.Name()] = true
+	}
+	return r
+}
+
+// clean removes the shim sockets that appeared since, and the folders
+// that did, if empty (another containerd may have started meanwhile).
+func (r shimRun) clean() (removed, errs []string) {
+	ents, _ := os.ReadDir(ShimSocketDir)
+	for _, e := range ents {
+		if !r.sockets[e.Name()] {
+			p := filepath.Join(ShimSocketDir, e.Name())
+			removed = append(removed, p)
+			os.Remove(p)
+		}
+	}
+	for i := len(r.made) - 1; i >= 0; i-- {
+		if err := os.Remove(r.made[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Sprintf("leaving %s: %v", r.made[i], err))
+		}
+	}
+	return removed, errs
 }
 
 // mountsUnder lists the mount points at or below dir, deepest first.
