@@ -147,6 +147,10 @@ type Sandbox struct {
 	// Spec is an OCI spec fragment merged onto the generated base spec.
 	// Strings may use the Variables.
 	Spec json.RawMessage `json:"spec,omitempty"`
+	// Engine (docker and podman contexts): arguments of the engine's run
+	// before the image (--cgroup-parent, --memory…); the engine writes the
+	// spec. Strings may use the Variables.
+	Engine []string `json:"engine,omitempty"`
 }
 
 // Step is one action and what it must show.
@@ -158,7 +162,8 @@ type Step struct {
 	Do string `json:"do"`
 	// Sandbox the action applies to.
 	Sandbox string `json:"sandbox,omitempty"`
-	// Args is the command for exec (argv inside the container).
+	// Args is the command for exec (argv inside the container), or the
+	// engine's update flags (update in docker and podman contexts).
 	Args []string `json:"args,omitempty"`
 	// Signal for kill (default KILL): a name as kill(1) takes it, with or
 	// without SIG.
@@ -390,12 +395,13 @@ var (
 	// root; clients when the real clients (containerd, ctr, crictl, the
 	// runsc and runc shims) are there (cgconform -clients).
 	Requirements = []string{"root", "cgroup-v1", "hybrid", "cgroup-v2", "v1-controllers", "systemd", "no-systemd", "cgroupns", "no-nsdelegate", "throwaway", "clients"}
-	// Contexts a case may run in. The last six are made by a real
-	// containerd (ClientContexts).
+	// Contexts a case may run in. From ctr on they are made by a real
+	// client (ClientContexts): containerd, Docker, Podman.
 	Contexts = []string{"host", "container", "caller-nested", "caller-nested-cgroupns", "kubepods-privileged", "kubepods-delegated", "kubepods-nsenter", "systemd-unit", "systemd-unit-undelegated",
-		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated", "kubelet-static"}
+		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated", "kubelet-static",
+		"docker", "docker-systemd", "podman", "podman-systemd"}
 	// Actions a step may do.
-	Actions = []string{"create", "start", "run", "exec", "kill", "pause", "resume", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "write-state", "stop-unit", "kubelet-cpu", "remove-pod", "check"}
+	Actions = []string{"create", "start", "run", "exec", "kill", "pause", "resume", "kill-sandbox", "kill-gofer", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "write-state", "stop-unit", "kubelet-cpu", "remove-pod", "restart-daemon", "runtime-delete", "check"}
 	// SetupActions a setup item may do.
 	SetupActions = []string{"mkdir", "chown", "write", "process"}
 	// Options are runtime-neutral sandbox switches.
@@ -746,7 +752,7 @@ func (c *Case) Validate() error {
 			}
 		}
 	}
-	if err := c.validateKubelet(); err != nil {
+	if err := c.validateOnlyIn(); err != nil {
 		return err
 	}
 	return c.validateClients()
@@ -830,7 +836,7 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 	if !slices.Contains(Actions, st.Do) {
 		return ferr(f+".do", "unknown action %q (known: %s)", st.Do, strings.Join(Actions, ", "))
 	}
-	needSandbox := !slices.Contains([]string{"sleep", "check", "write", "kill-process", "kubelet-cpu", "remove-pod"}, st.Do)
+	needSandbox := !slices.Contains([]string{"sleep", "check", "write", "kill-process", "kubelet-cpu", "remove-pod", "restart-daemon"}, st.Do)
 	if needSandbox && !sandboxes[st.Sandbox] {
 		return ferr(f+".sandbox", "%q is not a sandbox of this case", st.Sandbox)
 	}
@@ -872,8 +878,8 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 	if st.Process != "" && !processes[st.Process] {
 		return ferr(f+".process", "%q is not a process of the case's setup", st.Process)
 	}
-	if (st.Do == "update") != (len(st.Resources) > 0) {
-		return ferr(f+".resources", "update needs resources: {...} (a runtime-spec linux.resources fragment), and only it takes them")
+	if st.Do == "update" && len(st.Resources) == 0 && len(st.Args) == 0 || st.Do != "update" && len(st.Resources) > 0 {
+		return ferr(f+".resources", "update needs resources: {...} (a runtime-spec linux.resources fragment; in docker and podman contexts args: the engine's update flags), and only it takes them")
 	}
 	if len(st.Resources) > 0 {
 		if err := decodeStrict(st.Resources, &specs.LinuxResources{}); err != nil {

@@ -146,7 +146,7 @@ func TestParseBad(t *testing.T) {
 		{"absent knows the token only", "check: {placement: {sandbox: a, relation: beneath, path: x}}|check: {absent: \"base/p-${token}/${id}\"}", "steps[1].check.absent: unknown variable ${id} (known here: ${token})"},
 		{"exists and absent at once", "check: {placement: {sandbox: a, relation: beneath, path: x}}|check: {exists: base, absent: base/x}", "steps[1].check: set exactly one assertion (got 2)"},
 		{"update without resources", "{do: run, sandbox: a}|{do: update, sandbox: a}", "steps[0].resources: update needs resources: {...}"},
-		{"resources on run", "{do: run, sandbox: a}|{do: run, sandbox: a, resources: {pids: {limit: 1}}}", "steps[0].resources: update needs resources: {...} (a runtime-spec linux.resources fragment), and only it takes them"},
+		{"resources on run", "{do: run, sandbox: a}|{do: run, sandbox: a, resources: {pids: {limit: 1}}}", "steps[0].resources: update needs resources: {...} (a runtime-spec linux.resources fragment; in docker and podman contexts args: the engine's update flags), and only it takes them"},
 		{"resources typo", "{do: run, sandbox: a}|{do: update, sandbox: a, resources: {pids: {limt: 1}}}", `:16: steps[0].resources.pids.limt: unknown field "limt" (runtime-spec's JSON names; known: limit)`},
 		{"resources wrong type", "{do: run, sandbox: a}|{do: update, sandbox: a, resources: {pids: {limit: lots}}}", `steps[0].resources: not a runtime-spec linux.resources fragment`},
 		{"resources variable typo", "{do: run, sandbox: a}|{do: update, sandbox: a, resources: {unified: {x: \"${tokn}\"}}}", "steps[0].resources: unknown variable ${tokn}"},

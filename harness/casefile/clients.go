@@ -20,6 +20,10 @@ import (
 //     runc pod made over CRI (privileged; or with a cgroup namespace and a
 //     writable cgroup2, containerd's cgroup_writable); every runtime
 //     command runs in it through crictl exec, as kubectl exec does.
+//   - docker, docker-systemd, podman, podman-systemd: a private Docker
+//     daemon or Podman store (clients.Engine) with the cgroupfs or the
+//     systemd driver; C is the engine's own cgroup; every sandbox is an
+//     engine container (`run -d` with the sandbox's engine arguments).
 type ClientContext struct {
 	Name string
 	// Makes says the client makes the sandboxes (ctr, kubelet-*): then
@@ -30,6 +34,9 @@ type ClientContext struct {
 	// OneSandbox: exactly one sandbox, no spec (a kubelet pod is made from
 	// CRI configs, not an OCI spec).
 	OneSandbox bool
+	// Engine: Docker or Podman writes the spec; sandboxes take engine
+	// arguments instead.
+	Engine bool
 }
 
 var commonChecks = []string{"check", "sleep"}
@@ -42,21 +49,34 @@ var ClientContexts = map[string]ClientContext{
 	"cri-privileged":   {Name: "cri-privileged"},
 	"cri-delegated":    {Name: "cri-delegated"},
 	"kubelet-static":   {Name: "kubelet-static"},
+	"docker":           engineContext("docker", "restart-daemon", "runtime-delete"),
+	"docker-systemd":   engineContext("docker-systemd", "restart-daemon", "runtime-delete"),
+	"podman":           engineContext("podman"),
+	"podman-systemd":   engineContext("podman-systemd"),
 }
 
-// KubeletSteps are what only the real kubelet's context (kubelet-static)
-// can do: actions, and the check kubeletSane.
-var KubeletSteps = []string{"kubelet-cpu", "remove-pod", "kubeletSane"}
+func engineContext(name string, more ...string) ClientContext {
+	acts := []string{"run", "kill", "delete", "delete-force", "state", "wait-stopped", "exec", "pause", "resume", "update", "kill-sandbox", "kill-gofer", "join", "kill-process"}
+	return ClientContext{Name: name, Makes: true, Engine: true, Actions: append(append(acts, more...), commonChecks...)}
+}
 
-// validateKubelet holds the kubelet's steps to the contexts that have a
-// kubelet: every context a step applies to must be kubelet-static.
-func (c *Case) validateKubelet() error {
+// OnlyIn are the steps only some contexts can do: the real kubelet's
+// (kubelet-static) actions and check, and a Docker daemon's restart.
+var OnlyIn = map[string][]string{
+	"kubelet-cpu": {"kubelet-static"}, "remove-pod": {"kubelet-static"}, "kubeletSane": {"kubelet-static"},
+	"restart-daemon": {"docker", "docker-systemd"}, "runtime-delete": {"docker", "docker-systemd"},
+}
+
+// validateOnlyIn holds those steps to their contexts: every context a
+// step applies to must be one of them.
+func (c *Case) validateOnlyIn() error {
 	for i, st := range c.Steps {
 		what := st.Do
 		if st.Check != nil && st.Check.KubeletSane {
 			what = "kubeletSane"
 		}
-		if !slices.Contains(KubeletSteps, what) {
+		only, ok := OnlyIn[what]
+		if !ok {
 			continue
 		}
 		cxs := c.CaseContexts()
@@ -64,8 +84,8 @@ func (c *Case) validateKubelet() error {
 			cxs = st.When.Contexts
 		}
 		for _, cx := range cxs {
-			if cx != "kubelet-static" {
-				return ferr(fmt.Sprintf("steps[%d].do", i), "%s needs the real kubelet (contexts: [kubelet-static]), not %s; restrict the step with when.contexts", what, cx)
+			if !slices.Contains(only, cx) {
+				return ferr(fmt.Sprintf("steps[%d].do", i), "%s runs only in %s, not %s; restrict the step with when.contexts", what, strings.Join(only, ", "), cx)
 			}
 		}
 	}
@@ -124,6 +144,12 @@ func (c *Case) validateClients() error {
 			if cc.Makes && len(sb.Options) > 0 {
 				return ferr(f+".options", "%s: the shim's configuration sets the runtime's flags, not the case", cc.Name)
 			}
+			if cc.Engine && len(sb.Spec) > 0 {
+				return ferr(f+".spec", "%s: the engine writes the spec; give its run arguments in engine: [...]", cc.Name)
+			}
+			if !cc.Engine && len(sb.Engine) > 0 {
+				return ferr(f+".engine", "%s is not an engine context (docker, podman): engine arguments apply only there", cc.Name)
+			}
 		}
 		for i, st := range c.Steps {
 			if st.When != nil && len(st.When.Contexts) > 0 && !slices.Contains(st.When.Contexts, cc.Name) {
@@ -135,6 +161,9 @@ func (c *Case) validateClients() error {
 			}
 			if st.Kill != nil {
 				return ferr(f+".kill", "%s: the harness cannot time a SIGKILL of a command a client runs", cc.Name)
+			}
+			if st.Do == "update" && cc.Engine != (len(st.Resources) == 0) {
+				return ferr(f+".resources", "%s: update takes %s", cc.Name, map[bool]string{true: "args (the engine's update flags), not resources", false: "resources, not args"}[cc.Engine])
 			}
 			if st.Check != nil && st.Check.RunscLog != nil && cc.Makes {
 				return ferr(f+".check.runscLog", "%s: the shim runs runsc with its own debug log", cc.Name)

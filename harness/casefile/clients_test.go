@@ -51,8 +51,23 @@ steps:
   - {do: delete-force, sandbox: a}
 `
 
+const goodEngine = `
+name: engine
+purpose: p
+source: s
+requires: [root, clients]
+contexts: [docker, podman]
+sandboxes:
+  - {name: a, engine: [--cgroup-parent, "cgc-${token}", --memory, 64m]}
+steps:
+  - {do: run, sandbox: a}
+  - {do: update, sandbox: a, args: [--memory, 128m]}
+  - {do: restart-daemon, when: {contexts: [docker]}}
+  - {do: delete-force, sandbox: a}
+`
+
 func TestClientContextsGood(t *testing.T) {
-	for _, doc := range []string{goodKubelet, goodCtr, goodExec} {
+	for _, doc := range []string{goodKubelet, goodCtr, goodExec, goodEngine} {
 		if _, err := Parse([]byte(doc)); err != nil {
 			t.Errorf("Parse: %v\n%s", err, doc)
 		}
@@ -75,6 +90,10 @@ func TestClientContextsBad(t *testing.T) {
 		{"kubelet no spec", goodKubelet, "  - {name: pod}|  - {name: pod, spec: {linux: {cgroupsPath: \"a-${id}\"}}}", "sandboxes[0].spec: kubelet-cgroupfs makes the pod from CRI configs"},
 		{"kubelet no id", goodKubelet, "  - {name: pod}|  - {name: pod, id: pause}", "sandboxes[0].id: kubelet-cgroupfs: containerd names the pod"},
 		{"kubelet cannot burn", goodKubelet, "{id: stop, do: delete, sandbox: pod}|{id: stop, do: burn, sandbox: pod, duration: 1s}", `steps[2].do: kubelet-cgroupfs does not support "burn"`},
+		{"engine writes the spec", goodEngine, "  - {name: a, engine:|  - {name: a, spec: {process: {cwd: /}}, engine:", "sandboxes[0].spec: docker: the engine writes the spec"},
+		{"engine args outside engines", goodCtr, "{name: first, id: pause, root: a}|{name: first, id: pause, root: a, engine: [--memory, 1m]}", "sandboxes[0].engine: ctr is not an engine context"},
+		{"engine update takes args", goodEngine, "{do: update, sandbox: a, args: [--memory, 128m]}|{do: update, sandbox: a, resources: {pids: {limit: 5}}}", "steps[1].resources: docker: update takes args"},
+		{"podman has no daemon", goodEngine, "{do: restart-daemon, when: {contexts: [docker]}}|{do: restart-daemon}", "steps[2].do: restart-daemon runs only in docker, docker-systemd, not podman"},
 		{"exec no kill timing", goodExec, "{do: run, sandbox: a}|{do: create, sandbox: a, kill: {after: 1s}}", "steps[0].kill: cri-privileged: the harness cannot time a SIGKILL"},
 		{"exec no threaded caller", goodExec, "requires: [root, clients]|requires: [root, clients, cgroup-v2]\ncallerType: threaded", "callerType: a client context's caller cgroup is made by containerd"},
 	} {

@@ -118,6 +118,11 @@ func (it *Setup) texts(f string, visit visitFunc) error {
 }
 
 func (s *Sandbox) texts(f string, visit visitFunc) error {
+	for i := range s.Engine {
+		if err := visit(fmt.Sprintf("%s.engine[%d]", f, i), plainText, &s.Engine[i]); err != nil {
+			return err
+		}
+	}
 	return visitJSON(f+".spec", &s.Spec, visit)
 }
 

@@ -39,6 +39,8 @@ const (
 	// clientExec: a runc pod's container is the caller; runtime commands
 	// run in it through crictl exec.
 	clientExec
+	// clientEngine: sandboxes are Docker or Podman containers (engine.go).
+	clientEngine
 )
 
 func clientKindOf(cx string) clientKind {
@@ -50,12 +52,15 @@ func clientKindOf(cx string) clientKind {
 	case "cri-privileged", "cri-delegated", "kubelet-static":
 		return clientExec
 	}
+	if casefile.ClientContexts[cx].Engine {
+		return clientEngine
+	}
 	return clientNone
 }
 
 // makes reports whether the client, not a runtime command line, makes the
 // sandboxes.
-func (k clientKind) makes() bool { return k == clientCtr || k == clientKubelet }
+func (k clientKind) makes() bool { return k == clientCtr || k == clientKubelet || k == clientEngine }
 
 // clientState is a client context in progress.
 type clientState struct {
@@ -74,6 +79,8 @@ type clientState struct {
 	kubelet        *clients.Kubelet
 	kubeletMadeQoS bool
 	kubeletLogFrom int64
+	// engine is the docker or podman context's engine.
+	engine *clients.Engine
 }
 
 // PodHandlerDelegated is the runc handler of the cri-delegated pod: cgroup2
@@ -119,6 +126,9 @@ func (r *Runner) clientSkip(cx string, rt Runtime) string {
 	k := clientKindOf(cx)
 	if k == clientNone {
 		return ""
+	}
+	if k == clientEngine {
+		return r.engineSkip(cx)
 	}
 	if r.opt.Clients == nil {
 		return "needs the real clients (containerd, ctr, crictl, the shims; make clients): " + r.opt.ClientsError
@@ -186,6 +196,9 @@ func (r *Runner) setupClient(ctx context.Context, cs *caseState) error {
 	k := clientKindOf(cs.cx)
 	cl := &clientState{kind: k}
 	cs.client = cl
+	if k == clientEngine {
+		return r.setupEngine(ctx, cs)
+	}
 	runc := ""
 	if cs.rt.Kind == "runc" {
 		runc = cs.rt.Path
@@ -439,7 +452,7 @@ func (r *Runner) clientStep(ctx context.Context, cs *caseState, st *casefile.Ste
 			rec.Note = strings.TrimPrefix(rec.Note+"; no process observed: "+why, "; ")
 		}
 		rec.Processes = in.procs
-	case "delete", "delete-force":
+	case "delete", "delete-force", "runtime-delete":
 		cs.noteDelete(cmd.Dur)
 		if ok {
 			in.deleted = true
@@ -487,6 +500,9 @@ func foldSteps(steps []clients.Step) (report.Step, check.Command) {
 // clientAction is one action on a sandbox the client makes.
 func (r *Runner) clientAction(ctx context.Context, cs *caseState, in *instance, do string, args []string, signal string) []clients.Step {
 	cl, limit := cs.client, r.clientLimit()
+	if cl.kind == clientEngine {
+		return r.engineAction(ctx, cs, in, do, args, signal)
+	}
 	if cl.kind == clientCtr {
 		ns, c := ctrNamespace(in), cl.c
 		ctr := func(name string, a ...string) clients.Step {
@@ -546,6 +562,9 @@ func (r *Runner) clientAction(ctx context.Context, cs *caseState, in *instance, 
 // does not know it.
 func (r *Runner) clientState(ctx context.Context, cs *caseState, in *instance) (ociState, error) {
 	cl := cs.client
+	if cl.kind == clientEngine {
+		return r.engineState(ctx, cs, in)
+	}
 	if cl.kind == clientCtr {
 		t, st := cl.c.TaskOf(ctx, r.clientLimit(), ctrNamespace(in), in.id)
 		if !st.OK() {
@@ -582,6 +601,9 @@ func podStatus(s clients.PodState) string {
 // runsc's sandbox, runc's pause container.
 func (r *Runner) observeClient(ctx context.Context, cs *caseState, in *instance) string {
 	cl := cs.client
+	if cl.kind == clientEngine {
+		return r.observeEngine(ctx, cs, in)
+	}
 	found := map[int]string{}
 	var why string
 	ids := map[string]bool{in.id: true}
@@ -649,6 +671,11 @@ func (r *Runner) observeClient(ctx context.Context, cs *caseState, in *instance)
 // undo.
 func (r *Runner) closeClient(cs *caseState) []string {
 	cl := cs.client
+	if cl != nil && cl.engine != nil {
+		left := cl.engine.Stop()
+		cl.engine = nil
+		return left
+	}
 	if cl == nil || cl.c == nil {
 		return nil
 	}

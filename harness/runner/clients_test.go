@@ -114,12 +114,19 @@ func TestPodStatus(t *testing.T) {
 
 func TestClientKinds(t *testing.T) {
 	for cx, want := range map[string]clientKind{"ctr": clientCtr, "kubelet-cgroupfs": clientKubelet, "kubelet-systemd": clientKubelet,
-		"cri-privileged": clientExec, "cri-delegated": clientExec, "kubelet-static": clientExec, "host": clientNone, "kubepods-delegated": clientNone} {
+		"cri-privileged": clientExec, "cri-delegated": clientExec, "kubelet-static": clientExec, "host": clientNone, "kubepods-delegated": clientNone,
+		"docker": clientEngine, "docker-systemd": clientEngine, "podman": clientEngine, "podman-systemd": clientEngine} {
 		if got := clientKindOf(cx); got != want {
 			t.Errorf("clientKindOf(%s) = %d, want %d", cx, got, want)
 		}
 	}
-	if !clientCtr.makes() || !clientKubelet.makes() || clientExec.makes() || clientNone.makes() {
+	if !clientCtr.makes() || !clientKubelet.makes() || !clientEngine.makes() || clientExec.makes() || clientNone.makes() {
 		t.Error("makes() wrong")
+	}
+	for cx, want := range map[string]string{"docker": "docker cgroupfs", "docker-systemd": "docker systemd", "podman": "podman cgroupfs", "podman-systemd": "podman systemd"} {
+		kind, systemd := engineOf(cx)
+		if got := kind + " " + map[bool]string{true: "systemd", false: "cgroupfs"}[systemd]; got != want {
+			t.Errorf("engineOf(%s) = %s, want %s", cx, got, want)
+		}
 	}
 }

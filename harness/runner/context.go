@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/ocispec"
 	"golang.org/x/sys/unix"
@@ -46,9 +47,10 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 		return r.setupUnit(ctx, cs, true)
 	case "systemd-unit-undelegated":
 		return r.setupUnit(ctx, cs, false)
-	case "ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated", "kubelet-static":
-		return r.setupClient(ctx, cs)
 	default:
+		if casefile.IsClientContext(cs.cx) {
+			return r.setupClient(ctx, cs)
+		}
 		return fmt.Errorf("unknown context %q", cs.cx)
 	}
 	join := caller

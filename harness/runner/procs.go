@@ -206,7 +206,9 @@ func matchRunsc(pids []int, argv func(int) []string, root, id, bundle string) ma
 		default:
 			continue
 		}
-		if flagIs(args, "root", root) && (!hasFlag(args, "bundle") || flagIs(args, "bundle", bundle)) {
+		// root and bundle "": an engine's container, its ID unique on
+		// the host.
+		if (root == "" || flagIs(args, "root", root)) && (bundle == "" || !hasFlag(args, "bundle") || flagIs(args, "bundle", bundle)) {
 			out[role] = p
 		}
 	}

@@ -541,6 +541,9 @@ type instance struct {
 	// mountns is the PID holding the sandbox's private mount namespace
 	// (sandbox mountns), 0 for the harness's own.
 	mountns int
+	// from is where the runtime was started from, when not the case's
+	// origin (Podman: each container's conmon cgroup).
+	from map[string]string
 }
 
 // hierarchyPath is a cgroup in the hierarchy of that key.

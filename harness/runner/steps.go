@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,7 +53,7 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 	t0 := time.Now()
 	var recs []report.Step
 	switch st.Do {
-	case "create", "start", "run", "exec", "kill", "pause", "resume", "delete", "delete-force", "state", "update":
+	case "create", "start", "run", "exec", "kill", "pause", "resume", "delete", "delete-force", "state", "update", "runtime-delete":
 		recs = r.forInstances(ctx, cs, st, r.commandStep)
 	case "kill-sandbox", "kill-gofer":
 		recs = r.forInstances(ctx, cs, st, r.killStep)
@@ -93,6 +94,8 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		recs = []report.Step{r.kubeletCPUStep(ctx, cs, st)}
 	case "remove-pod":
 		recs = []report.Step{r.removePodStep(ctx, cs, st)}
+	case "restart-daemon":
+		recs = []report.Step{r.restartDaemonStep(ctx, cs, st)}
 	}
 	after := r.snapshot(cs)
 	added, removed := diffSets(before, after)
@@ -125,20 +128,26 @@ func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.S
 			rec, res := fn(ctx, cs, &est, in)
 			rec.ID, rec.Do, rec.Sandbox = st.ID, st.Do, in.label
 			if res != nil {
-				e := check.Expect{}
-				if x := est.Expect; x != nil {
-					e = check.Expect{Fail: x.Fail, AnyExit: x.AnyExit, Output: x.Output, Within: r.scaled(x.Within.Duration)}
-				}
-				for _, m := range check.Evaluate(e, *res) {
-					cs.fail(st.ID, in.label+": "+m, "")
-					rec.Error = strings.TrimSpace(rec.Error + "; " + m)
-				}
+				r.expect(cs, &est, in.label+": ", *res, &rec)
 			}
 			recs[i] = rec
 		}()
 	}
 	wg.Wait()
 	return recs
+}
+
+// expect checks a command against the step's expectation (default: exit
+// 0), failing the case with prefix on each miss.
+func (r *Runner) expect(cs *caseState, st *casefile.Step, prefix string, res check.Command, rec *report.Step) {
+	e := check.Expect{}
+	if x := st.Expect; x != nil {
+		e = check.Expect{Fail: x.Fail, AnyExit: x.AnyExit, Output: x.Output, Within: r.scaled(x.Within.Duration)}
+	}
+	for _, m := range check.Evaluate(e, res) {
+		cs.fail(st.ID, prefix+m, "")
+		rec.Error = strings.TrimSpace(rec.Error + "; " + m)
+	}
 }
 
 func (r *Runner) runtimeArgs(cs *caseState, in *instance, action string, st *casefile.Step) []string {
@@ -366,8 +375,9 @@ func (r *Runner) joinStep(ctx context.Context, cs *caseState, st *casefile.Step,
 		if !ok || cg == cs.caller[h.Key] || cg == "/" {
 			continue
 		}
-		if !cgroupfs.IsUnder(cg, r.tree.Root) && !strings.Contains(cg, r.token) {
-			cs.fail(st.ID, fmt.Sprintf("%s: the sandbox's cgroup %s:%s is neither below the test root nor named with the run token: not moving a process there", in.label, h.Name(), cg), "")
+		// A client's container ID (cs.names) is this run's too.
+		if !cgroupfs.IsUnder(cg, r.tree.Root) && !strings.Contains(cg, r.token) && !slices.ContainsFunc(cs.names, func(n string) bool { return strings.Contains(cg, n) }) {
+			cs.fail(st.ID, fmt.Sprintf("%s: the sandbox's cgroup %s:%s is neither below the test root nor named with the run token or a client's ID of this run: not moving a process there", in.label, h.Name(), cg), "")
 			continue
 		}
 		if err := cgroupfs.WritePid(h.Dir(cg), pid); err != nil {
@@ -597,7 +607,11 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in
 	switch {
 	case c.Placement != nil:
 		p := c.Placement
-		return check.PlacementFrom(r.relation(p.Relation), p.Path, p.Roles, in.procs, cs.caller, cs.origin(), keys, names)
+		from := cs.origin()
+		if in.from != nil {
+			from = in.from
+		}
+		return check.PlacementFrom(r.relation(p.Relation), p.Path, p.Roles, in.procs, cs.caller, from, keys, names)
 	case len(c.Distinct) > 0:
 		m := map[string][]report.Process{}
 		for _, s := range c.Distinct {

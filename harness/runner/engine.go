@@ -1,0 +1,238 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/runsc-cgroups/cgconform/clients"
+	"github.com/runsc-cgroups/cgconform/harness/casefile"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/report"
+)
+
+// Engine contexts (docker, docker-systemd, podman, podman-systemd;
+// cases/README.md "Client contexts"): a private Docker daemon or Podman
+// store (clients.Engine) per case x context x runtime, the runtime under
+// test one of its runtimes, named after it. C is the engine's own cgroup,
+// <case root>/<engine>, where dockerd (and so its containerd and shims) or
+// each podman command (and so conmon) starts. A sandbox is one engine
+// container; its ${id} is the container ID the engine assigned (the
+// runtime's container ID), its name the harness's ID.
+
+// engineOf splits an engine context's name: the engine and its driver.
+func engineOf(cx string) (kind string, systemd bool) {
+	kind, driver, _ := strings.Cut(cx, "-")
+	return kind, driver == "systemd"
+}
+
+// engineSkip says why an engine context cannot run here, or "".
+func (r *Runner) engineSkip(cx string) string {
+	kind, systemd := engineOf(cx)
+	bin := map[string]string{clients.Docker: "dockerd", clients.Podman: "podman"}[kind]
+	if _, err := exec.LookPath(bin); err != nil {
+		if _, err := os.Stat("/debian/usr/bin/" + kind); err != nil {
+			return fmt.Sprintf("%s is not installed (Debian's docker.io and podman; the matrix's VM images have them)", bin)
+		}
+	}
+	if systemd && !r.host.SystemdPID1 {
+		return "the systemd cgroup driver needs systemd as PID 1 (runs in the systemd VMs)"
+	}
+	if !r.opt.Throwaway {
+		return kind + " places its containers at the root of the hierarchies (/docker, /libpod_parent, system.slice, machine.slice), outside the test root: needs a throwaway host (-throwaway, the matrix's VMs)"
+	}
+	return ""
+}
+
+// setupEngine starts the engine with the runtime under test; C is its
+// cgroup.
+func (r *Runner) setupEngine(ctx context.Context, cs *caseState) error {
+	kind, systemd := engineOf(cs.cx)
+	logs := filepath.Join(cs.logDir, "runsc")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return err
+	}
+	e, err := clients.StartEngine(ctx, clients.EngineOptions{
+		Kind: kind, Systemd: systemd, Runtimes: map[string]string{cs.rt.Name: cs.rt.Path},
+		RunscArgs: []string{"--debug-log=" + logs + "/"}, Busybox: r.opt.Busybox, LogDir: cs.dir,
+		Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root}, StartCmd: r.startRegistered,
+	})
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", kind, err)
+	}
+	cs.client.engine = e
+	cs.caller = map[string]string{}
+	for _, h := range r.host.Hierarchies {
+		cs.caller[h.Key] = e.Cgroup()
+	}
+	if e.PID > 0 {
+		cs.callerHolders = []int{e.PID}
+	}
+	cs.addDaemon(e.PID)
+	r.note(fmt.Sprintf("engine contexts: Debian's %s with the %s driver, the runtime under test named after itself", kind, map[bool]string{true: "systemd", false: "cgroupfs"}[systemd]))
+	return nil
+}
+
+// engineAction is one action on an engine container.
+func (r *Runner) engineAction(ctx context.Context, cs *caseState, in *instance, do string, args []string, signal string) []clients.Step {
+	e, limit := cs.client.engine, r.clientLimit()
+	cli := func(a ...string) clients.Step { return e.CLI(ctx, limit, a...) }
+	switch do {
+	case "run":
+		sb, err := in.sb.Expanded(cs.vals(in))
+		if err != nil {
+			return []clients.Step{{Name: "run", Exit: -1, Err: err.Error()}}
+		}
+		st := cli(e.RunArgs(cs.rt.Name, append([]string{"--name", in.id}, sb.Engine...)...)...)
+		if lines := strings.Fields(st.Output); st.OK() && len(lines) > 0 {
+			in.id = lines[len(lines)-1]
+			cs.names = append(cs.names, in.id)
+			if root := e.RuntimeRoot(); root != "" {
+				in.root = root // where a runtime's state must not stay
+			}
+		}
+		return []clients.Step{st}
+	case "kill":
+		if signal == "" {
+			signal = "KILL"
+		}
+		return []clients.Step{cli("kill", "-s", strings.TrimPrefix(signal, "SIG"), in.id)}
+	case "delete":
+		return r.conmonGone(in, cli("stop", in.id), cli("rm", in.id))
+	case "delete-force":
+		return r.conmonGone(in, cli("rm", "-f", in.id))
+	case "state":
+		return []clients.Step{cli("inspect", in.id)}
+	case "exec":
+		return []clients.Step{cli(append([]string{"exec", in.id}, args...)...)}
+	case "pause":
+		return []clients.Step{cli("pause", in.id)}
+	case "resume":
+		return []clients.Step{cli("unpause", in.id)}
+	case "update":
+		return []clients.Step{cli(append(append([]string{"update"}, args...), in.id)...)}
+	case "runtime-delete":
+		// What a user does after Docker forgot a container the runtime
+		// could not delete: the runtime's own delete, in the root Docker
+		// gave it.
+		argv := []string{cs.rt.Path, "--root", e.RuntimeRoot(), "delete", in.id}
+		res := r.runCommand(ctx, cs, in, argv, r.scaled(60*time.Second))
+		st := clients.Step{Name: cs.rt.Name + " delete", Argv: argv, Exit: res.exit, Seconds: res.dur.Seconds(), Output: res.output}
+		if res.err != nil {
+			st.Err = res.err.Error()
+		}
+		return []clients.Step{st}
+	}
+	return []clients.Step{{Name: do, Exit: -1, Err: e.Kind + ": unsupported action " + do}}
+}
+
+// conmonGone waits, after podman rm, for the container's conmon to exit:
+// it does on its own once it has reaped the runtime and written the exit
+// code, a moment after rm returns.
+func (r *Runner) conmonGone(in *instance, steps ...clients.Step) []clients.Step {
+	pid := in.pids["conmon"]
+	if pid == 0 {
+		return steps
+	}
+	start := time.Now()
+	for deadline := start.Add(r.scaled(2 * time.Second)); alive(pid) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	last := &steps[len(steps)-1]
+	last.Name += fmt.Sprintf(" (conmon pid %d alive %.1fs after)", pid, time.Since(start).Seconds())
+	return steps
+}
+
+// restartDaemonStep restarts dockerd as its service manager would.
+func (r *Runner) restartDaemonStep(ctx context.Context, cs *caseState, st *casefile.Step) report.Step {
+	e := cs.client.engine
+	old := e.PID
+	rec, cmd := foldSteps([]clients.Step{e.RestartDaemon(ctx)})
+	rec.ID, rec.Do = st.ID, st.Do
+	for i, p := range cs.callerHolders {
+		if p == old {
+			cs.callerHolders[i] = e.PID
+		}
+	}
+	cs.addDaemon(e.PID)
+	r.expect(cs, st, "", cmd, &rec)
+	return rec
+}
+
+// addDaemon makes dockerd and the containerd it started the context's
+// (not a shim: one left after its container is a leak).
+func (cs *caseState) addDaemon(pid int) {
+	if pid <= 0 {
+		return
+	}
+	cs.holders = append(cs.holders, pid)
+	for _, p := range descendants(pid) {
+		if comm(p) == "containerd" {
+			cs.holders = append(cs.holders, p)
+		}
+	}
+}
+
+// engineState is the engine's view of a container in the OCI runtime's
+// words.
+func (r *Runner) engineState(ctx context.Context, cs *caseState, in *instance) (ociState, error) {
+	st := cs.client.engine.CLI(ctx, r.clientLimit(), "inspect", "-f", "{{.State.Status}} {{.State.Pid}}", in.id)
+	var status string
+	var pid int
+	if !st.OK() {
+		return ociState{}, fmt.Errorf("%s inspect: %s", cs.client.engine.Kind, clients.Describe(st))
+	}
+	if _, err := fmt.Sscan(st.Output, &status, &pid); err != nil {
+		return ociState{}, fmt.Errorf("%s inspect printed %q", cs.client.engine.Kind, st.Output)
+	}
+	switch status {
+	case "exited", "dead", "stopped":
+		status = "stopped"
+	case "configured":
+		status = "created"
+	}
+	return ociState{Status: status, Pid: pid}, nil
+}
+
+// observeEngine finds a container's processes: runsc's sandbox and gofer
+// serving its ID, or the engine's init PID.
+func (r *Runner) observeEngine(ctx context.Context, cs *caseState, in *instance) string {
+	found := map[string]int{}
+	if cs.client.engine.Kind == clients.Podman && in.from == nil {
+		// The runtime starts from conmon's cgroup, which podman makes
+		// (<parent>/conmon): in the v1 hierarchies no runtime need manage
+		// (misc...) the container stays there.
+		st := cs.client.engine.CLI(ctx, r.clientLimit(), "inspect", "-f", "{{.State.ConmonPid}}", in.id)
+		var pid int
+		if _, err := fmt.Sscan(st.Output, &pid); err == nil && pid > 0 {
+			in.from, _ = cgroupfs.ProcCgroup(pid)
+			in.pids["conmon"] = pid
+		}
+	}
+	if cs.rt.Kind == "runsc" {
+		found = runscProcs(descendants(os.Getpid()), "", in.id, "")
+	} else if s, err := r.engineState(ctx, cs, in); err != nil {
+		return err.Error()
+	} else if s.Pid > 0 {
+		found["init"] = s.Pid
+	}
+	var procs []report.Process
+	for role, pid := range found {
+		cg, err := cgroupfs.ProcCgroup(pid)
+		if err != nil {
+			continue
+		}
+		in.pids[role] = pid
+		procs = append(procs, report.Process{PID: pid, Role: role, Instance: in.label, Cgroups: cg})
+	}
+	sortProcs(procs)
+	if len(procs) == 0 {
+		return "no process of the engine's container " + in.id + " found"
+	}
+	in.procs = procs
+	return ""
+}
