@@ -56,7 +56,7 @@ var ClientContexts = map[string]ClientContext{
 }
 
 func engineContext(name string, more ...string) ClientContext {
-	acts := []string{"run", "kill", "delete", "delete-force", "state", "wait-stopped", "exec", "pause", "resume", "update", "kill-sandbox", "kill-gofer", "join", "kill-process"}
+	acts := []string{"run", "kill", "delete", "delete-force", "state", "wait-stopped", "exec", "pause", "resume", "update", "kill-sandbox", "kill-gofer", "kill-shim", "join", "kill-process"}
 	return ClientContext{Name: name, Makes: true, Engine: true, Actions: append(append(acts, more...), commonChecks...)}
 }
 
@@ -65,6 +65,7 @@ func engineContext(name string, more ...string) ClientContext {
 var OnlyIn = map[string][]string{
 	"kubelet-cpu": {"kubelet-static"}, "remove-pod": {"kubelet-static"}, "kubeletSane": {"kubelet-static"},
 	"restart-daemon": {"docker", "docker-systemd"}, "runtime-delete": {"docker", "docker-systemd"},
+	"kill-shim": {"docker", "docker-systemd", "podman", "podman-systemd"},
 }
 
 // validateOnlyIn holds those steps to their contexts: every context a

@@ -102,9 +102,9 @@ func (r *Runner) engineAction(ctx context.Context, cs *caseState, in *instance, 
 		}
 		return []clients.Step{cli("kill", "-s", strings.TrimPrefix(signal, "SIG"), in.id)}
 	case "delete":
-		return r.conmonGone(in, cli("stop", in.id), cli("rm", in.id))
+		return r.shimGone(in, cli("stop", in.id), cli("rm", in.id))
 	case "delete-force":
-		return r.conmonGone(in, cli("rm", "-f", in.id))
+		return r.shimGone(in, cli("rm", "-f", in.id))
 	case "state":
 		return []clients.Step{cli("inspect", in.id)}
 	case "exec":
@@ -130,11 +130,12 @@ func (r *Runner) engineAction(ctx context.Context, cs *caseState, in *instance, 
 	return []clients.Step{{Name: do, Exit: -1, Err: e.Kind + ": unsupported action " + do}}
 }
 
-// conmonGone waits, after podman rm, for the container's conmon to exit:
-// it does on its own once it has reaped the runtime and written the exit
-// code, a moment after rm returns.
-func (r *Runner) conmonGone(in *instance, steps ...clients.Step) []clients.Step {
-	pid := in.pids["conmon"]
+// shimGone waits, after rm, for the container's shim (Docker's containerd
+// shim, Podman's conmon) to exit: each does on its own, a moment after rm
+// returns (conmon once it has reaped the runtime and written the exit
+// code).
+func (r *Runner) shimGone(in *instance, steps ...clients.Step) []clients.Step {
+	pid := in.pids["shim"]
 	if pid == 0 {
 		return steps
 	}
@@ -143,7 +144,7 @@ func (r *Runner) conmonGone(in *instance, steps ...clients.Step) []clients.Step 
 		time.Sleep(50 * time.Millisecond)
 	}
 	last := &steps[len(steps)-1]
-	last.Name += fmt.Sprintf(" (conmon pid %d alive %.1fs after)", pid, time.Since(start).Seconds())
+	last.Name += fmt.Sprintf(" (shim pid %d alive %.1fs after)", pid, time.Since(start).Seconds())
 	return steps
 }
 
@@ -210,7 +211,13 @@ func (r *Runner) observeEngine(ctx context.Context, cs *caseState, in *instance)
 		var pid int
 		if _, err := fmt.Sscan(st.Output, &pid); err == nil && pid > 0 {
 			in.from, _ = cgroupfs.ProcCgroup(pid)
-			in.pids["conmon"] = pid
+			in.pids["shim"] = pid
+		}
+	}
+	for _, p := range descendants(os.Getpid()) {
+		// Docker's: containerd's runc shim serving the container.
+		if a := cmdline(p); len(a) > 0 && strings.HasPrefix(filepath.Base(a[0]), "containerd-shim") && flagIs(a, "id", in.id) {
+			in.pids["shim"] = p
 		}
 	}
 	if cs.rt.Kind == "runsc" {

@@ -55,7 +55,7 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 	switch st.Do {
 	case "create", "start", "run", "exec", "kill", "pause", "resume", "delete", "delete-force", "state", "update", "runtime-delete":
 		recs = r.forInstances(ctx, cs, st, r.commandStep)
-	case "kill-sandbox", "kill-gofer":
+	case "kill-sandbox", "kill-gofer", "kill-shim":
 		recs = r.forInstances(ctx, cs, st, r.killStep)
 	case "cycle":
 		recs = r.forInstances(ctx, cs, st, r.cycleStep)
@@ -427,11 +427,8 @@ func (r *Runner) writeStateStep(ctx context.Context, cs *caseState, st *casefile
 }
 
 func (r *Runner) killStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
-	role := "sandbox"
-	if st.Do == "kill-gofer" {
-		role = "gofer"
-	}
-	if cs.rt.Kind != "runsc" {
+	role := map[string]string{"kill-sandbox": "sandbox", "kill-gofer": "gofer", "kill-shim": "shim"}[st.Do]
+	if cs.rt.Kind != "runsc" && role != "shim" {
 		if role == "gofer" {
 			return report.Step{Skipped: cs.rt.Kind + " has no gofer"}, nil
 		}
