@@ -161,7 +161,11 @@ func (e *Engine) command(ctx context.Context, argv ...string) *exec.Cmd {
 		for _, h := range e.opts.Tree.Host.Hierarchies {
 			files = append(files, shellQuote(filepath.Join(h.Dir(cg), "cgroup.procs")))
 		}
-		script = "for f in " + strings.Join(files, " ") + `; do echo $$ >"$f" || exit 1; done; exec "$@"`
+		// A folder may be gone: on a systemd cgroup v1 host, systemd
+		// removes it in the blkio hierarchy when a scope with
+		// BlockIOAccounting starts (runc's systemd driver and runsc's;
+		// measured in the systemd-v1 VM).
+		script = "for f in " + strings.Join(files, " ") + `; do [ -e "$f" ] || continue; echo $$ >"$f" || exit 1; done; exec "$@"`
 	}
 	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", script, "sh"}, argv...)...)
 	cmd.Env = e.env()

@@ -447,6 +447,13 @@ func (r *Runner) killStep(ctx context.Context, cs *caseState, st *casefile.Step,
 	t0 := time.Now()
 	limit := r.scaled(10 * time.Second)
 	left := killAndWait([]int{pid}, limit)
+	if role == "shim" {
+		// containerd answers a dead shim with `shim delete -id ID`: let
+		// that cleanup end too.
+		for deadline := time.Now().Add(limit); time.Now().Before(deadline) && slices.ContainsFunc(descendants(os.Getpid()), func(p int) bool { return flagIs(cmdline(p), "id", in.id) }); {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	rec := report.Step{Note: fmt.Sprintf("SIGKILL %s pid %d", role, pid), DurationMS: time.Since(t0).Milliseconds()}
 	if len(left) > 0 {
 		cs.fail(st.ID, fmt.Sprintf("%s: %s pid %d survived SIGKILL for %s", in.label, role, pid, limit), "")
