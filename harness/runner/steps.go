@@ -448,10 +448,15 @@ func (r *Runner) killStep(ctx context.Context, cs *caseState, st *casefile.Step,
 	limit := r.scaled(10 * time.Second)
 	left := killAndWait([]int{pid}, limit)
 	if role == "shim" {
-		// containerd answers a dead shim with `shim delete -id ID`: let
-		// that cleanup end too.
-		for deadline := time.Now().Add(limit); time.Now().Before(deadline) && slices.ContainsFunc(descendants(os.Getpid()), func(p int) bool { return flagIs(cmdline(p), "id", in.id) }); {
-			time.Sleep(100 * time.Millisecond)
+		// containerd answers a dead shim with `shim delete -id ID` once it
+		// notices: wait for that cleanup to start (a grace period) and end.
+		seen, grace := false, time.Now().Add(r.scaled(2*time.Second))
+		for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if slices.ContainsFunc(descendants(os.Getpid()), func(p int) bool { return flagIs(cmdline(p), "id", in.id) }) {
+				seen = true
+			} else if seen || time.Now().After(grace) {
+				break
+			}
 		}
 	}
 	rec := report.Step{Note: fmt.Sprintf("SIGKILL %s pid %d", role, pid), DurationMS: time.Since(t0).Milliseconds()}
