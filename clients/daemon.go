@@ -357,24 +357,35 @@ func (s Step) OK() bool { return s.Err == "" && s.Exit == 0 }
 // run runs one client command with a time limit; the command's whole
 // process group is killed at the limit.
 func (c *Containerd) run(ctx context.Context, limit time.Duration, name string, argv ...string) Step {
+	st := runStep(ctx, limit, name, argv, nil, func(cctx context.Context) *exec.Cmd {
+		cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
+		cmd.Env = c.env()
+		return cmd
+	}, c.startCmd)
+	st.Output = dropNoise(st.Output)
+	c.logf("%s: exit %d in %.2fs%s", name, st.Exit, st.Seconds, errSuffix(st))
+	return st
+}
+
+// runStep runs the command mk makes (in its own process group, killed
+// whole at limit) through start, with stdin, and says how it ended.
+func runStep(ctx context.Context, limit time.Duration, name string, argv []string, stdin io.Reader, mk func(context.Context) *exec.Cmd, start func(*exec.Cmd) (func(), error)) Step {
 	st := Step{Name: name, Argv: argv, Exit: -1}
 	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
-	cmd.Env = c.env()
+	cmd := mk(cctx)
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
-	start := time.Now()
-	release, err := c.startCmd(cmd)
+	t0 := time.Now()
+	release, err := start(cmd)
 	if err == nil {
 		err = cmd.Wait()
 		release()
 	}
-	st.Seconds = time.Since(start).Seconds()
-	st.Output = dropNoise(out.String())
+	st.Seconds, st.Output = time.Since(t0).Seconds(), out.String()
 	if cmd.ProcessState != nil {
 		st.Exit = cmd.ProcessState.ExitCode()
 	}
@@ -385,7 +396,6 @@ func (c *Containerd) run(ctx context.Context, limit time.Duration, name string, 
 	case err != nil && !errors.As(err, &ee):
 		st.Err = err.Error()
 	}
-	c.logf("%s: exit %d in %.2fs%s", name, st.Exit, st.Seconds, errSuffix(st))
 	return st
 }
 

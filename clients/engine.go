@@ -269,31 +269,8 @@ func (e *Engine) cli(ctx context.Context, limit time.Duration, stdin io.Reader, 
 			"--tmpdir", filepath.Join(e.Base, "tmp"), "--storage-driver", "vfs", "--cgroup-manager", mgr, "--events-backend", "file")
 	}
 	argv = append(argv, args...)
-	st := Step{Name: e.Kind + " " + firstWords(args, 1), Argv: argv, Exit: -1}
-	cctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	cmd := e.command(cctx, argv...)
-	var out bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &out
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
-	start := time.Now()
-	release, err := e.start(cmd)
-	if err == nil {
-		err = cmd.Wait()
-		release()
-	}
-	st.Seconds, st.Output = time.Since(start).Seconds(), strings.TrimSpace(out.String())
-	if cmd.ProcessState != nil {
-		st.Exit = cmd.ProcessState.ExitCode()
-	}
-	var ee *exec.ExitError
-	switch {
-	case cctx.Err() == context.DeadlineExceeded:
-		st.Err = fmt.Sprintf("no answer within %s (killed)", limit)
-	case err != nil && !errors.As(err, &ee):
-		st.Err = err.Error()
-	}
+	st := runStep(ctx, limit, e.Kind+" "+firstWords(args, 1), argv, stdin, func(cctx context.Context) *exec.Cmd { return e.command(cctx, argv...) }, e.start)
+	st.Output = strings.TrimSpace(st.Output)
 	fmt.Fprintf(e.log, "%s: exit %d in %.2fs%s\n", strings.Join(argv, " "), st.Exit, st.Seconds, errSuffix(st))
 	return st
 }

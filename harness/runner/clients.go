@@ -641,11 +641,26 @@ func (r *Runner) observeClient(ctx context.Context, cs *caseState, in *instance)
 			why = fmt.Sprintf("crictl inspectp/inspect report no PID (sandbox %s, container %s)", s.SandboxState, s.ContainerState)
 		}
 	}
-	var procs []report.Process
+	byRole := map[string]int{}
 	for pid, role := range found {
-		if !alive(pid) {
-			continue
+		if alive(pid) {
+			byRole[role] = pid
 		}
+	}
+	if !in.record(byRole) {
+		if why == "" {
+			why = "no process of the client's sandbox found"
+		}
+		return why
+	}
+	return ""
+}
+
+// record keeps the live processes found (by role) and where they are, as
+// the instance's; false if there were none.
+func (in *instance) record(found map[string]int) bool {
+	var procs []report.Process
+	for role, pid := range found {
 		cg, err := cgroupfs.ProcCgroup(pid)
 		if err != nil {
 			continue
@@ -655,13 +670,10 @@ func (r *Runner) observeClient(ctx context.Context, cs *caseState, in *instance)
 	}
 	sortProcs(procs)
 	if len(procs) == 0 {
-		if why == "" {
-			why = "no process of the client's sandbox found"
-		}
-		return why
+		return false
 	}
 	in.procs = procs
-	return ""
+	return true
 }
 
 // closeClient ends a client context before the harness kills what is left:

@@ -227,19 +227,8 @@ func (r *Runner) observeEngine(ctx context.Context, cs *caseState, in *instance)
 	} else if s.Pid > 0 {
 		found["init"] = s.Pid
 	}
-	var procs []report.Process
-	for role, pid := range found {
-		cg, err := cgroupfs.ProcCgroup(pid)
-		if err != nil {
-			continue
-		}
-		in.pids[role] = pid
-		procs = append(procs, report.Process{PID: pid, Role: role, Instance: in.label, Cgroups: cg})
-	}
-	sortProcs(procs)
-	if len(procs) == 0 {
+	if !in.record(found) {
 		return "no process of the engine's container " + in.id + " found"
 	}
-	in.procs = procs
 	return ""
 }
