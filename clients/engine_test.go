@@ -1,10 +1,14 @@
 package clients
 
 import (
+	"context"
 	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 )
 
 // Docker keeps its own runc; runsc gets its flags; the driver follows
@@ -39,5 +43,29 @@ func TestRunArgs(t *testing.T) {
 	}
 	if want := []string{"run", "-d", "--network", "none", "--runtime", "/p/runsc-stock", EngineImage}; !cmp.Equal(p, want) {
 		t.Errorf("podman: %q, want %q", p, want)
+	}
+}
+
+// The join script writes the shell's PID into each hierarchy's folder and
+// fails on a missing one, except blkio under systemd (systemd removes it
+// there on a v1 host).
+func TestEngineJoin(t *testing.T) {
+	for _, tc := range []struct {
+		systemd bool
+		wantErr bool
+	}{{false, true}, {true, false}} {
+		dir := t.TempDir()
+		host := &cgroupfs.Host{SystemdPID1: tc.systemd, Hierarchies: []cgroupfs.Hierarchy{{Key: "memory", Mount: dir + "/memory"}, {Key: "blkio", Mount: dir + "/blkio"}}}
+		if err := os.MkdirAll(dir+"/memory/t/docker", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		e := &Engine{Kind: Docker, opts: EngineOptions{Tree: &cgroupfs.Tree{Host: host, Root: "/t"}}}
+		out, err := e.command(context.Background(), "true").CombinedOutput()
+		if (err != nil) != tc.wantErr {
+			t.Errorf("systemd %v: err %v, want error %v (%s)", tc.systemd, err, tc.wantErr, out)
+		}
+		if b, _ := os.ReadFile(dir + "/memory/t/docker/cgroup.procs"); len(b) == 0 {
+			t.Errorf("systemd %v: nothing joined the memory folder", tc.systemd)
+		}
 	}
 }
