@@ -10,7 +10,7 @@ export CGO_ENABLED = 0
 # .ci/install-deps puts Go in /usr/local/go-ci when the machine has none.
 export PATH := /usr/local/go/bin:/usr/local/go-ci/bin:$(PATH)
 
-.PHONY: all deps runsc runsc-prs cgconform clients clients-prove clients-vm kubelet-cpu conformance test vet fmt-check fuzz matrix killstorm evidence bench upstream-series upstream-check upstream-sync clean
+.PHONY: all deps runsc runsc-prs cgconform clients clients-prove clients-vm kubelet-cpu conformance test vet fmt-check fuzz matrix killstorm evidence bench upstream-series upstream-check upstream-tests upstream-sync clean
 
 all: runsc cgconform
 
@@ -121,6 +121,14 @@ upstream-series:
 upstream-check:
 	@test -n "$(DIR)" || { echo "usage: make upstream-check DIR=/path/to/gvisor [BASE=rev]"; exit 2; }
 	$(GO) run ./ci/cmd/upstream check -dir "$(DIR)" -base "$(or $(BASE),HEAD)"
+
+# The series' tests in upstream's runsc/container test files, which the go
+# branch lacks (DIR: a gVisor checkout or bare repository to take them
+# from), built patched and stock-with-the-tests, run in the VMs of MODES;
+# out/upstream-tests/report.md.
+upstream-tests: runsc
+	@test -n "$(DIR)" || { echo "usage: make upstream-tests DIR=/path/to/gvisor [REV=rev]"; exit 2; }
+	$(GO) run ./ci/cmd/upstream tests -dir "$(DIR)" -rev "$(or $(REV),HEAD)" -- -modes "$(MODES)" $(MATRIX_FLAGS)
 
 # WORKSPACE's patch list, rewritten from patches/series.
 upstream-sync:

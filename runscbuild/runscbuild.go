@@ -195,15 +195,38 @@ func (g git) run(args ...string) (string, error) {
 // am applies one patch as a commit. On failure it aborts the am session and
 // asks `git apply --check -v` for the hunk that failed.
 func (g git) am(p Patch) error {
-	args := append([]string{"am", "-q", "--keep-cr"}, excludeBuildFiles...)
-	out, err := g.command(append(args, p.Path)...).CombinedOutput()
+	excludes, err := g.excludes(p)
+	if err != nil {
+		return err
+	}
+	out, err := g.command(append(append([]string{"am", "-q", "--keep-cr"}, excludes...), p.Path)...).CombinedOutput()
 	if err == nil {
 		return nil
 	}
 	_, _ = g.run("am", "--abort")
-	checkArgs := append([]string{"apply", "--check", "-v"}, excludeBuildFiles...)
-	detail, _ := g.command(append(checkArgs, p.Path)...).CombinedOutput()
+	detail, _ := g.command(append(append([]string{"apply", "--check", "-v"}, excludes...), p.Path)...).CombinedOutput()
 	return &ApplyError{Patch: p.Name, AmOutput: strings.TrimSpace(string(out)), Hunk: failingHunk(string(detail))}
+}
+
+// excludes keeps out of the tree a patch's BUILD hunks and its changes to
+// upstream test files the tree lacks (the go branch ships no _test.go; the
+// upstream test tree has them, see UpstreamTestTree).
+func (g git) excludes(p Patch) ([]string, error) {
+	b, err := os.ReadFile(p.Path)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(excludeBuildFiles)
+	for _, l := range strings.Split(string(b), "\n") {
+		f, ok := strings.CutPrefix(l, "--- a/")
+		if !ok || !strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(g.dir, f)); os.IsNotExist(err) && !slices.Contains(out, "--exclude="+f) {
+			out = append(out, "--exclude="+f)
+		}
+	}
+	return out, nil
 }
 
 // ApplyError reports a patch of the series that does not apply.

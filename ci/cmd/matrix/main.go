@@ -52,6 +52,7 @@ func main() {
 	flag.BoolVar(&o.standin, "standin", false, "run the stand-in payload even when bin/cgconform exists")
 	flag.BoolVar(&o.console, "console", false, "print every console line of the VMs, not only the progress lines (all are saved in OUT/MODE/console.log)")
 	flag.StringVar(&o.command, "command", "", "a shell script each VM runs instead of the harness (trying things by hand: the payload's bin/ is on its PATH, what it writes to $CGM_OUT comes back in OUT/MODE)")
+	flag.StringVar(&o.bins, "bins", "", "more files of -bin the VMs get in /payload/bin, comma-separated (the test binaries of upstream tests)")
 	flag.StringVar(&o.merge, "merge", "", "merge the report.json files of earlier runs (comma-separated folders) into -out, boot nothing")
 	flag.Parse()
 	o.quiet = !o.console
@@ -98,7 +99,7 @@ type options struct {
 	timeScale                                                 float64
 	jobs, cpus, mem                                           int
 	standin, quiet, console                                   bool
-	merge, command                                            string
+	merge, command, bins                                      string
 }
 
 // merge joins the reports of runs made elsewhere (the CI jobs of each mode).
@@ -287,6 +288,9 @@ func payloadFor(o options) (vmimage.Payload, error) {
 		if _, path, _ := strings.Cut(item, "="); strings.HasPrefix(path, "/payload/bin/") {
 			names = append(names, strings.TrimPrefix(path, "/payload/bin/"))
 		}
+	}
+	if o.bins != "" {
+		names = append(names, strings.Split(o.bins, ",")...)
 	}
 	for _, name := range names {
 		path := filepath.Join(o.bin, name)

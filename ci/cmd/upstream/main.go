@@ -7,6 +7,8 @@
 //	upstream neutralize FILE...   # From: placeholder, one Assisted-by trailer
 //	upstream sync                 # WORKSPACE's patch list from patches/series
 //	upstream evidence [MATRIX-FLAG...]  # the matrix run behind the PR.md tables
+//	upstream tests -dir GVISOR [-rev REV] [-- MATRIX-FLAG...]  # the series' tests in
+//	                              # upstream's files, in the VMs, patched and stock
 //
 // See README, "Sending the series upstream".
 package main
@@ -33,6 +35,7 @@ func usage() {
   upstream [-repo DIR] neutralize PATCH-FILE...
   upstream [-repo DIR] sync
   upstream [-repo DIR] evidence [matrix flags, e.g. -modes v2 -jobs 1]
+  upstream [-repo DIR] tests -dir GVISOR [-rev REV] [-- matrix flags]
 `)
 	os.Exit(2)
 }
@@ -60,6 +63,8 @@ func main() {
 		err = cmdSync(root)
 	case "evidence":
 		err = cmdEvidence(root, args)
+	case "tests":
+		err = cmdTests(root, args)
 	default:
 		usage()
 	}
@@ -119,6 +124,74 @@ func cmdEvidence(root string, extra []string) error {
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stdout, os.Stderr
 	fmt.Fprintf(os.Stderr, "upstream: %s\n", strings.Join(cmd.Args, " "))
 	return cmd.Run()
+}
+
+// cmdTests builds the series' tests in upstream's test files (patched, and
+// stock with the tests only) and runs them in the matrix VMs (make
+// upstream-tests); out/upstream-tests/report.md has the results.
+func cmdTests(root string, args []string) error {
+	fs := flag.NewFlagSet("tests", flag.ExitOnError)
+	dir := fs.String("dir", "", "a gVisor checkout or bare repository (upstream master) with the test files the go branch lacks")
+	rev := fs.String("rev", "HEAD", "the revision of -dir to take them from")
+	_ = fs.Parse(args)
+	if *dir == "" {
+		return fmt.Errorf("tests needs -dir: a gVisor checkout (README, \"Upstream's tests\")")
+	}
+	s, err := readSeries(root)
+	if err != nil {
+		return err
+	}
+	m, err := runscbuild.ResolveModule(root)
+	if err != nil {
+		return err
+	}
+	work := filepath.Join(root, "work")
+	unlock, err := runscbuild.Lock(work, os.Stderr)
+	if err != nil {
+		return err
+	}
+	for _, f := range upstream.TestFlavors {
+		tree := filepath.Join(work, "upstream-tests-"+f)
+		fmt.Fprintf(os.Stderr, "upstream: %s: the go branch, upstream's test files at %s, the series%s\n", tree, *rev, map[bool]string{true: "' tests only"}[f == "stock"])
+		err = runscbuild.UpstreamTestTree(m, *dir, *rev, tree, s.Patches(), f == "stock", os.Stderr)
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "upstream: building %s (a few minutes on 2 cores when cold)\n", upstream.TestBinary(f))
+			err = runscbuild.BuildTest(tree, "runsc/container", filepath.Join(root, "bin", upstream.TestBinary(f)), os.Stderr)
+		}
+		if err != nil {
+			unlock()
+			return err
+		}
+	}
+	unlock()
+	tests, err := upstream.AddedTests(s.Patches())
+	if err != nil {
+		return err
+	}
+	out := filepath.Join(root, "out", "upstream-tests")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	script := filepath.Join(out, "vm.sh")
+	if err := os.WriteFile(script, []byte(upstream.VMScript(tests)), 0o644); err != nil {
+		return err
+	}
+	var bins []string
+	for _, f := range upstream.TestFlavors {
+		bins = append(bins, upstream.TestBinary(f))
+	}
+	cmd := exec.Command("go", append([]string{"run", "./ci/cmd/matrix", "-out", out, "-command", script, "-bins", strings.Join(bins, ",")}, fs.Args()...)...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stdout, os.Stderr
+	fmt.Fprintf(os.Stderr, "upstream: %s\n", strings.Join(cmd.Args, " "))
+	// With -command the VMs write no harness report, so the matrix exits 1:
+	// the test outputs decide.
+	_ = cmd.Run()
+	table, bad, err := upstream.TestReport(out, tests)
+	fmt.Print(table)
+	if err == nil && len(bad) > 0 {
+		err = fmt.Errorf("the series' tests failed with runsc-patched: %s (outputs in %s/MODE/harness)", strings.Join(bad, "; "), out)
+	}
+	return err
 }
 
 // cmdSync rewrites the patch list in WORKSPACE from the series.

@@ -1,0 +1,105 @@
+package runscbuild
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// The go branch ships no tests and none of the test-only packages, so the
+// series' tests in upstream's own files (runsc/container/container_test.go,
+// which needs pkg/test/testutil) build only in a tree that has them: the
+// module source plus these files from a gVisor checkout.
+var (
+	upstreamTestFiles = []string{
+		"runsc/container/console_test.go",
+		"runsc/container/container_test.go",
+		"runsc/container/multi_container_test.go",
+		"runsc/container/shared_volume_test.go",
+	}
+	upstreamTestPackages = []string{"pkg/test/testutil"}
+	// Where master and the go branch's version differ in an API the tests
+	// use (the checkout is not the go branch's commit).
+	upstreamTestAdaptations = []struct{ file, old, new string }{
+		{"runsc/container/multi_container_test.go", "conf.MountCgroupV2 = true", "conf.InSandboxCgroup = config.InSandboxCgroupV2"},
+	}
+)
+
+// UpstreamTestTree makes dst from the module source, upstream's test files
+// from the gVisor repository gitDir (a checkout or a bare
+// repository) at rev, and patches. With testsOnly it
+// takes from the patches only their changes to upstream's test files:
+// stock runsc with the series' tests in it, where they should fail.
+func UpstreamTestTree(m Module, gitDir, rev, dst string, patches []Patch, testsOnly bool, log io.Writer) error {
+	if err := PrepareTree(m, dst, nil, log); err != nil {
+		return err
+	}
+	files := upstreamTestFiles
+	for _, pkg := range upstreamTestPackages {
+		out, err := exec.Command("git", "-C", gitDir, "ls-tree", "--name-only", rev, pkg+"/").Output()
+		if err != nil {
+			return fmt.Errorf("listing %s at %s in %s: %w", pkg, rev, gitDir, err)
+		}
+		for _, f := range strings.Fields(string(out)) {
+			if strings.HasSuffix(f, ".go") && !strings.HasSuffix(f, "_test.go") {
+				files = append(files, f)
+			}
+		}
+	}
+	for _, f := range files {
+		b, err := exec.Command("git", "-C", gitDir, "show", rev+":"+f).Output()
+		if err != nil {
+			return fmt.Errorf("reading %s at %s in %s: %w", f, rev, gitDir, err)
+		}
+		for _, a := range upstreamTestAdaptations {
+			if a.file == f {
+				b = []byte(strings.ReplaceAll(string(b), a.old, a.new))
+			}
+		}
+		if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(f)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	g := git{dir: dst}
+	if _, err := g.run("add", "-A"); err != nil {
+		return err
+	}
+	if _, err := g.run("commit", "-q", "--no-verify", "-m", "upstream test files at "+rev); err != nil {
+		return err
+	}
+	for i, p := range patches {
+		fmt.Fprintf(log, "runscbuild: applying %d/%d %s\n", i+1, len(patches), p.Name)
+		if !testsOnly {
+			if err := g.am(p); err != nil {
+				return err
+			}
+			continue
+		}
+		args := []string{"apply"}
+		for _, f := range upstreamTestFiles {
+			args = append(args, "--include="+f)
+		}
+		if _, err := g.run(append(args, p.Path)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BuildTest compiles the tests of pkg in tree into out, statically.
+func BuildTest(tree, pkg, out string, log io.Writer) error {
+	cmd := exec.Command("go", "test", "-c", "-o", out, "./"+pkg)
+	cmd.Dir = tree
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building the tests of %s in %s: %w", pkg, tree, err)
+	}
+	return nil
+}
