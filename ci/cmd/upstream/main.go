@@ -120,7 +120,12 @@ func cmdEvidence(root string, extra []string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("go", append(append([]string{"run", "./ci/cmd/matrix", "-out", "out/evidence"}, args...), extra...)...)
+	return matrix(root, append(append([]string{"-out", "out/evidence"}, args...), extra...))
+}
+
+// matrix runs the QEMU matrix (ci/cmd/matrix) with args.
+func matrix(root string, args []string) error {
+	cmd := exec.Command("go", append([]string{"run", "./ci/cmd/matrix"}, args...)...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stdout, os.Stderr
 	fmt.Fprintf(os.Stderr, "upstream: %s\n", strings.Join(cmd.Args, " "))
 	return cmd.Run()
@@ -180,12 +185,9 @@ func cmdTests(root string, args []string) error {
 	for _, f := range upstream.TestFlavors {
 		bins = append(bins, upstream.TestBinary(f))
 	}
-	cmd := exec.Command("go", append([]string{"run", "./ci/cmd/matrix", "-out", out, "-command", script, "-bins", strings.Join(bins, ",")}, fs.Args()...)...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stdout, os.Stderr
-	fmt.Fprintf(os.Stderr, "upstream: %s\n", strings.Join(cmd.Args, " "))
 	// With -command the VMs write no harness report, so the matrix exits 1:
 	// the test outputs decide.
-	_ = cmd.Run()
+	_ = matrix(root, append([]string{"-out", out, "-command", script, "-bins", strings.Join(bins, ",")}, fs.Args()...))
 	table, bad, err := upstream.TestReport(out, tests)
 	fmt.Print(table)
 	if err == nil && len(bad) > 0 {
