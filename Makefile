@@ -124,11 +124,12 @@ upstream-check:
 
 # The series' tests in upstream's runsc/container test files, which the go
 # branch lacks (DIR: a gVisor checkout or bare repository to take them
-# from), built patched and stock-with-the-tests, run in the VMs of MODES;
+# from), built patched and stock-with-the-tests (PRS=1: and each pull
+# request's build with its own tests), run in the VMs of MODES;
 # out/upstream-tests/report.md.
 upstream-tests: runsc
 	@test -n "$(DIR)" || { echo "usage: make upstream-tests DIR=/path/to/gvisor [REV=rev]"; exit 2; }
-	$(GO) run ./ci/cmd/upstream tests -dir "$(DIR)" -rev "$(or $(REV),HEAD)" -- -modes "$(MODES)" $(MATRIX_FLAGS)
+	$(GO) run ./ci/cmd/upstream tests -dir "$(DIR)" -rev "$(or $(REV),HEAD)" $(if $(PRS),-prs) -- -modes "$(MODES)" $(MATRIX_FLAGS)
 
 # WORKSPACE's patch list, rewritten from patches/series.
 upstream-sync:

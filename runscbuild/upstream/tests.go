@@ -13,14 +13,20 @@ import (
 
 // The upstream tests (make upstream-tests): the tests the series adds to
 // upstream's runsc/container test files, built in the go branch plus those
-// files (runscbuild.UpstreamTestTree) twice, patched and stock with only the
-// tests, and run in every VM mode against runsc-patched and runsc-stock.
+// files (runscbuild.UpstreamTestTree): patched, stock with only the tests,
+// and each pull request's build with its own tests; each run in every VM
+// mode against its runsc.
 
-// TestFlavors are the two builds: patched passes, stock shows the bugs.
-var TestFlavors = []string{"patched", "stock"}
+// A TestRun is one test binary the VMs run: NAME is patched, stock or a
+// pull request's build (pr-NN-name), its binary bin/container-NAME.test,
+// its runsc bin/runsc-NAME, its output MODE/harness/NAME.txt.
+type TestRun struct {
+	Name  string
+	Tests []string // the tests it runs
+}
 
-// TestBinary names a flavor's test binary in bin/ and /payload/bin.
-func TestBinary(flavor string) string { return "container-" + flavor + ".test" }
+// Binary names the run's test binary in bin/ and /payload/bin.
+func (r TestRun) Binary() string { return "container-" + r.Name + ".test" }
 
 var addedTest = regexp.MustCompile(`^\+func (Test\w+)\(t \*testing\.T\)`)
 
@@ -45,70 +51,66 @@ func AddedTests(patches []runscbuild.Patch) ([]string, error) {
 	return names, nil
 }
 
-// VMScript is what each VM runs: both test binaries, each with its runsc,
-// output in $CGM_OUT/container-FLAVOR.txt.
-func VMScript(tests []string) string {
+// VMScript is what each VM runs: each run's binary with its runsc.
+func VMScript(runs []TestRun) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# The series' tests in upstream's runsc/container (make upstream-tests).\n")
-	fmt.Fprintf(&b, "run='^(%s)$'\n", strings.Join(tests, "|"))
-	for _, f := range TestFlavors {
+	for _, r := range runs {
 		// TestMain reads the runsc binary from RUNTIME (it runs before
 		// the flags are parsed); TestConfig's debug logs go to
 		// TEST_UNDECLARED_OUTPUTS_DIR.
-		fmt.Fprintf(&b, "mkdir -p /tmp/%[1]s && echo \"upstream-tests: %[1]s\" && RUNTIME=/payload/bin/runsc-%[1]s TEST_TMPDIR=/tmp/%[1]s TEST_UNDECLARED_OUTPUTS_DIR=/tmp/%[1]s /payload/bin/%[2]s -test.v -test.count=1 -test.timeout 30m -test.run \"$run\" >\"$CGM_OUT/%[3]s\" 2>&1; echo \"upstream-tests: %[1]s exit $?\"\n", f, TestBinary(f), f+".txt")
+		fmt.Fprintf(&b, "mkdir -p /tmp/%[1]s && echo \"upstream-tests: %[1]s\" && RUNTIME=/payload/bin/runsc-%[1]s TEST_TMPDIR=/tmp/%[1]s TEST_UNDECLARED_OUTPUTS_DIR=/tmp/%[1]s /payload/bin/%[2]s -test.v -test.count=1 -test.timeout 30m -test.run '^(%[3]s)$' >\"$CGM_OUT/%[1]s.txt\" 2>&1; echo \"upstream-tests: %[1]s exit $?\"\n", r.Name, r.Binary(), strings.Join(r.Tests, "|"))
 	}
 	return b.String()
 }
 
 var testResult = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (Test\w+) `)
 
-// TestReport reads the VMs' outputs in outDir (MODE/harness/FLAVOR.txt) and
-// writes outDir/report.md: per test and mode, patched then stock. bad
-// lists the patched results that are neither PASS nor SKIP.
-func TestReport(outDir string, tests []string) (table string, bad []string, err error) {
-	modes, err := filepath.Glob(filepath.Join(outDir, "*", "harness", TestFlavors[0]+".txt"))
+// TestReport reads the VMs' outputs in outDir (MODE/harness/NAME.txt) and
+// writes outDir/report.md: per test and mode, its result in each run that
+// has it (patched / stock / the pull request's own build). bad lists the
+// results other than PASS or SKIP of every run but stock.
+func TestReport(outDir string, tests []string, runs []TestRun) (table string, bad []string, err error) {
+	dirs, err := filepath.Glob(filepath.Join(outDir, "*", "harness", runs[0].Name+".txt"))
 	if err != nil {
 		return "", nil, err
 	}
-	sort.Strings(modes)
-	results := map[string]map[string]string{} // mode -> test -> "patched / stock"
-	var names []string
-	for _, m := range modes {
-		mode := filepath.Base(filepath.Dir(filepath.Dir(m)))
-		names = append(names, mode)
-		results[mode] = map[string]string{}
-		for _, f := range TestFlavors {
+	sort.Strings(dirs)
+	var modes, names []string
+	cells := map[string]map[string][]string{} // mode -> test -> results
+	for _, r := range runs {
+		names = append(names, r.Name)
+	}
+	for _, d := range dirs {
+		mode := filepath.Base(filepath.Dir(filepath.Dir(d)))
+		modes = append(modes, mode)
+		cells[mode] = map[string][]string{}
+		for _, r := range runs {
 			got := map[string]string{}
-			b, err := os.ReadFile(filepath.Join(outDir, mode, "harness", f+".txt"))
-			if err != nil {
-				return "", nil, err
-			}
+			b, _ := os.ReadFile(filepath.Join(outDir, mode, "harness", r.Name+".txt"))
 			for _, l := range strings.Split(string(b), "\n") {
-				if r := testResult.FindStringSubmatch(l); r != nil {
-					got[r[2]] = r[1]
+				if m := testResult.FindStringSubmatch(l); m != nil {
+					got[m[2]] = m[1]
 				}
 			}
-			for _, t := range tests {
+			for _, t := range r.Tests {
 				v := got[t]
 				if v == "" {
 					v = "none" // the binary stopped before it, or no output
 				}
-				if f == TestFlavors[0] && v != "PASS" && v != "SKIP" {
-					bad = append(bad, fmt.Sprintf("%s %s in %s", t, v, mode))
+				if r.Name != "stock" && v != "PASS" && v != "SKIP" {
+					bad = append(bad, fmt.Sprintf("%s %s in %s (%s)", t, v, mode, r.Name))
 				}
-				if results[mode][t] != "" {
-					v = results[mode][t] + " / " + v
-				}
-				results[mode][t] = v
+				cells[mode][t] = append(cells[mode][t], v)
 			}
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "| test (%s) | %s |\n|---|%s\n", strings.Join(TestFlavors, " / "), strings.Join(names, " | "), strings.Repeat("---|", len(names)))
+	fmt.Fprintf(&b, "| test (%s) | %s |\n|---|%s\n", strings.Join(names, " / "), strings.Join(modes, " | "), strings.Repeat("---|", len(modes)))
 	for _, t := range tests {
 		fmt.Fprintf(&b, "| %s |", t)
-		for _, mode := range names {
-			fmt.Fprintf(&b, " %s |", results[mode][t])
+		for _, mode := range modes {
+			fmt.Fprintf(&b, " %s |", strings.Join(cells[mode][t], " / "))
 		}
 		b.WriteString("\n")
 	}

@@ -7,7 +7,7 @@
 //	upstream neutralize FILE...   # From: placeholder, one Assisted-by trailer
 //	upstream sync                 # WORKSPACE's patch list from patches/series
 //	upstream evidence [MATRIX-FLAG...]  # the matrix run behind the PR.md tables
-//	upstream tests -dir GVISOR [-rev REV] [-- MATRIX-FLAG...]  # the series' tests in
+//	upstream tests -dir GVISOR [-rev REV] [-prs] [-- MATRIX-FLAG...]  # the series' tests in
 //	                              # upstream's files, in the VMs, patched and stock
 //
 // See README, "Sending the series upstream".
@@ -35,7 +35,7 @@ func usage() {
   upstream [-repo DIR] neutralize PATCH-FILE...
   upstream [-repo DIR] sync
   upstream [-repo DIR] evidence [matrix flags, e.g. -modes v2 -jobs 1]
-  upstream [-repo DIR] tests -dir GVISOR [-rev REV] [-- matrix flags]
+  upstream [-repo DIR] tests -dir GVISOR [-rev REV] [-prs] [-- matrix flags]
 `)
 	os.Exit(2)
 }
@@ -131,13 +131,15 @@ func matrix(root string, args []string) error {
 	return cmd.Run()
 }
 
-// cmdTests builds the series' tests in upstream's test files (patched, and
-// stock with the tests only) and runs them in the matrix VMs (make
-// upstream-tests); out/upstream-tests/report.md has the results.
+// cmdTests builds the series' tests in upstream's test files (patched,
+// stock with the tests only, and with -prs each pull request's build) and
+// runs them in the matrix VMs (make upstream-tests);
+// out/upstream-tests/report.md has the results.
 func cmdTests(root string, args []string) error {
 	fs := flag.NewFlagSet("tests", flag.ExitOnError)
 	dir := fs.String("dir", "", "a gVisor checkout or bare repository (upstream master) with the test files the go branch lacks")
 	rev := fs.String("rev", "HEAD", "the revision of -dir to take them from")
+	prs := fs.Bool("prs", false, "also each pull request's own tests on stock plus that pull request (and what it needs), with bin/runsc-pr-NN-name")
 	_ = fs.Parse(args)
 	if *dir == "" {
 		return fmt.Errorf("tests needs -dir: a gVisor checkout (README, \"Upstream's tests\")")
@@ -150,48 +152,68 @@ func cmdTests(root string, args []string) error {
 	if err != nil {
 		return err
 	}
-	work := filepath.Join(root, "work")
-	unlock, err := runscbuild.Lock(work, os.Stderr)
+	all, err := upstream.AddedTests(s.Patches())
 	if err != nil {
 		return err
 	}
-	for _, f := range upstream.TestFlavors {
-		tree := filepath.Join(work, "upstream-tests-"+f)
-		fmt.Fprintf(os.Stderr, "upstream: %s: the go branch, upstream's test files at %s, the series%s\n", tree, *rev, map[bool]string{true: "' tests only"}[f == "stock"])
-		err = runscbuild.UpstreamTestTree(m, *dir, *rev, tree, s.Patches(), f == "stock", os.Stderr)
-		if err == nil {
-			fmt.Fprintf(os.Stderr, "upstream: building %s (a few minutes on 2 cores when cold)\n", upstream.TestBinary(f))
-			err = runscbuild.BuildTest(tree, "runsc/container", filepath.Join(root, "bin", upstream.TestBinary(f)), os.Stderr)
-		}
+	// Each run: its name, the patches its tree takes, whether only their
+	// test hunks.
+	type build struct {
+		run       upstream.TestRun
+		patches   []runscbuild.Patch
+		testsOnly bool
+	}
+	builds := []build{{upstream.TestRun{Name: "patched", Tests: all}, s.Patches(), false}, {upstream.TestRun{Name: "stock", Tests: all}, s.Patches(), true}}
+	cfg := runscbuild.Config{RepoRoot: root, WorkDir: filepath.Join(root, "work"), BinDir: filepath.Join(root, "bin"), Log: os.Stderr}
+	unlock, err := runscbuild.Lock(cfg.WorkDir, os.Stderr)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	for _, pr := range s.PRs {
+		own, err := upstream.AddedTests(pr.Patches)
 		if err != nil {
-			unlock()
 			return err
 		}
+		if !*prs || len(own) == 0 {
+			continue
+		}
+		f := runscbuild.PRFlavor(s, pr)
+		if _, err := runscbuild.Ensure(cfg, m, f); err != nil {
+			return err
+		}
+		builds = append(builds, build{upstream.TestRun{Name: f.Name, Tests: own}, f.Patches, false})
 	}
-	unlock()
-	tests, err := upstream.AddedTests(s.Patches())
-	if err != nil {
-		return err
+	var runs []upstream.TestRun
+	var bins []string
+	for _, b := range builds {
+		tree := filepath.Join(cfg.WorkDir, "upstream-tests-"+b.run.Name)
+		fmt.Fprintf(os.Stderr, "upstream: %s: the go branch, upstream's test files at %s, %d patches%s\n", tree, *rev, len(b.patches), map[bool]string{true: " (their test hunks only)"}[b.testsOnly])
+		if err := runscbuild.UpstreamTestTree(m, *dir, *rev, tree, b.patches, b.testsOnly, os.Stderr); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "upstream: building %s (a few minutes on 2 cores when cold)\n", b.run.Binary())
+		if err := runscbuild.BuildTest(tree, "runsc/container", filepath.Join(cfg.BinDir, b.run.Binary()), os.Stderr); err != nil {
+			return err
+		}
+		runs = append(runs, b.run)
+		bins = append(bins, b.run.Binary(), "runsc-"+b.run.Name)
 	}
 	out := filepath.Join(root, "out", "upstream-tests")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
 	script := filepath.Join(out, "vm.sh")
-	if err := os.WriteFile(script, []byte(upstream.VMScript(tests)), 0o644); err != nil {
+	if err := os.WriteFile(script, []byte(upstream.VMScript(runs)), 0o644); err != nil {
 		return err
-	}
-	var bins []string
-	for _, f := range upstream.TestFlavors {
-		bins = append(bins, upstream.TestBinary(f))
 	}
 	// With -command the VMs write no harness report, so the matrix exits 1:
 	// the test outputs decide.
 	_ = matrix(root, append([]string{"-out", out, "-command", script, "-bins", strings.Join(bins, ",")}, fs.Args()...))
-	table, bad, err := upstream.TestReport(out, tests)
+	table, bad, err := upstream.TestReport(out, all, runs)
 	fmt.Print(table)
 	if err == nil && len(bad) > 0 {
-		err = fmt.Errorf("the series' tests failed with runsc-patched: %s (outputs in %s/MODE/harness)", strings.Join(bad, "; "), out)
+		err = fmt.Errorf("the series' tests failed where they should pass: %s (outputs in %s/MODE/harness)", strings.Join(bad, "; "), out)
 	}
 	return err
 }
