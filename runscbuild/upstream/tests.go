@@ -76,10 +76,14 @@ func TestReport(outDir string, tests []string, runs []TestRun) (table string, ba
 		return "", nil, err
 	}
 	sort.Strings(dirs)
-	var modes, names []string
+	var modes []string
 	cells := map[string]map[string][]string{} // mode -> test -> results
-	for _, r := range runs {
-		names = append(names, r.Name)
+	names := runs[0].Name
+	for _, r := range runs[1:min(2, len(runs))] {
+		names += " / " + r.Name
+	}
+	if len(runs) > 2 {
+		names += " / its pull request alone"
 	}
 	for _, d := range dirs {
 		mode := filepath.Base(filepath.Dir(filepath.Dir(d)))
@@ -106,7 +110,7 @@ func TestReport(outDir string, tests []string, runs []TestRun) (table string, ba
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "| test (%s) | %s |\n|---|%s\n", strings.Join(names, " / "), strings.Join(modes, " | "), strings.Repeat("---|", len(modes)))
+	fmt.Fprintf(&b, "| test (%s) | %s |\n|---|%s\n", names, strings.Join(modes, " | "), strings.Repeat("---|", len(modes)))
 	for _, t := range tests {
 		fmt.Fprintf(&b, "| %s |", t)
 		for _, mode := range modes {

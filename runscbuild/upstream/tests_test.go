@@ -45,7 +45,7 @@ func TestTestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "| test (patched / stock / pr-01-a) | v1 | v2 |\n|---|---|---|\n" +
+	want := "| test (patched / stock / its pull request alone) | v1 | v2 |\n|---|---|---|\n" +
 		"| TestA | PASS / FAIL / PASS | FAIL / none / FAIL |\n" +
 		"| TestB | SKIP / SKIP | none / none |\n"
 	if diff := cmp.Diff(want, table); diff != "" {
