@@ -353,8 +353,7 @@ type Divergence struct {
 	Runtime string `json:"runtime"`
 	Reason  string `json:"reason"`
 	// Steps limits the divergence to these step IDs; empty means any step
-	// (and the final nothing-left check, ID "cleanup", and a client
-	// context that could not be undone, "teardown"). An input of a table
+	// (and the final nothing-left check, ID "cleanup"). An input of a table
 	// case is the step "input-<name>".
 	Steps []string `json:"steps,omitempty"`
 	// Modes limits the divergence to some host modes.
@@ -699,7 +698,7 @@ func (c *Case) Validate() error {
 	case len(c.Inputs) == 0 && len(c.Steps) == 0:
 		return ferr("steps", "at least one step is needed")
 	}
-	stepIDs := map[string]bool{"cleanup": true, "teardown": true}
+	stepIDs := map[string]bool{"cleanup": true}
 	for _, in := range c.Inputs {
 		stepIDs["input-"+in.Name] = true
 	}
