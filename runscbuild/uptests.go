@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -29,15 +30,15 @@ var (
 )
 
 // UpstreamTestTree makes dst from the module source, upstream's test files
-// from the gVisor repository gitDir (a checkout or a bare
-// repository) at rev, and patches. With testsOnly it
-// takes from the patches only their changes to upstream's test files:
-// stock runsc with the series' tests in it, where they should fail.
+// from the gVisor repository gitDir (a checkout or a bare repository) at
+// rev, and patches. With testsOnly it takes from the patches only their
+// changes to upstream's test files: stock runsc with the series' tests in
+// it, where they should fail.
 func UpstreamTestTree(m Module, gitDir, rev, dst string, patches []Patch, testsOnly bool, log io.Writer) error {
 	if err := PrepareTree(m, dst, nil, log); err != nil {
 		return err
 	}
-	files := upstreamTestFiles
+	files := slices.Clone(upstreamTestFiles)
 	for _, pkg := range upstreamTestPackages {
 		out, err := exec.Command("git", "-C", gitDir, "ls-tree", "--name-only", rev, pkg+"/").Output()
 		if err != nil {
