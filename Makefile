@@ -127,7 +127,7 @@ upstream-check:
 # from), built patched and stock-with-the-tests (PRS=1: and each pull
 # request's build with its own tests), run in the VMs of MODES;
 # out/upstream-tests/report.md.
-upstream-tests: runsc
+upstream-tests:
 	@test -n "$(DIR)" || { echo "usage: make upstream-tests DIR=/path/to/gvisor [REV=rev]"; exit 2; }
 	$(GO) run ./ci/cmd/upstream tests -dir "$(DIR)" -rev "$(or $(REV),HEAD)" $(if $(PRS),-prs) -- -modes "$(MODES)" $(MATRIX_FLAGS)
 

@@ -169,7 +169,19 @@ func cmdTests(root string, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	// Held while building only, not through the VMs' run.
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
+	// Each test binary runs against the runsc of the same patches.
+	for _, f := range []runscbuild.Flavor{{Name: "stock"}, {Name: "patched", Patches: s.Patches()}} {
+		if _, err := runscbuild.Ensure(cfg, m, f); err != nil {
+			return err
+		}
+	}
 	for _, pr := range s.PRs {
 		own, err := upstream.AddedTests(pr.Patches)
 		if err != nil {
@@ -199,7 +211,13 @@ func cmdTests(root string, args []string) error {
 		runs = append(runs, b.run)
 		bins = append(bins, b.run.Binary(), "runsc-"+b.run.Name)
 	}
+	unlock()
+	locked = false
+	// A fresh folder: the report reads every mode's outputs in it.
 	out := filepath.Join(root, "out", "upstream-tests")
+	if err := os.RemoveAll(out); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
