@@ -171,7 +171,9 @@ type Step struct {
 	// Duration for sleep and burn ("3s").
 	Duration Duration `json:"duration,omitempty"`
 	// Kill (create, start): SIGKILL the runtime command itself this long
-	// after it started; the step then expects nothing of its exit.
+	// after it started; the step then expects nothing of its exit. On run
+	// in an engine context: the runtime's create that the engine's shim
+	// runs (the engine's runtime is then a wrapper that kills it).
 	Kill *Kill `json:"kill,omitempty"`
 	// Process names a setup process (join, kill-process).
 	Process string `json:"process,omitempty"`
@@ -861,8 +863,8 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 		return ferr(f+".duration", "sleep and burn need a positive duration (\"3s\"), and only they take one")
 	}
 	if k := st.Kill; k != nil {
-		if st.Do != "create" && st.Do != "start" {
-			return ferr(f+".kill", "only create and start can be killed (split run into create and start)")
+		if st.Do != "create" && st.Do != "start" && st.Do != "run" {
+			return ferr(f+".kill", "only create and start can be killed (and run in docker and podman contexts: the engine's create)")
 		}
 		fixed, random := k.After.Duration > 0, k.Min.Duration > 0 || k.Max.Duration > 0
 		if fixed == random || (random && (k.Min.Duration < 0 || k.Max.Duration <= k.Min.Duration)) {

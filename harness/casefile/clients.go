@@ -65,7 +65,8 @@ func engineContext(name string, more ...string) ClientContext {
 var OnlyIn = map[string][]string{
 	"kubelet-cpu": {"kubelet-static"}, "remove-pod": {"kubelet-static"}, "kubeletSane": {"kubelet-static"},
 	"restart-daemon": {"docker", "docker-systemd"}, "runtime-delete": {"docker", "docker-systemd"},
-	"kill-shim": {"docker", "docker-systemd", "podman", "podman-systemd"},
+	"kill-shim":  {"docker", "docker-systemd", "podman", "podman-systemd"},
+	"killed run": {"docker", "docker-systemd", "podman", "podman-systemd"},
 }
 
 // validateOnlyIn holds those steps to their contexts: every context a
@@ -75,6 +76,9 @@ func (c *Case) validateOnlyIn() error {
 		what := st.Do
 		if st.Check != nil && st.Check.KubeletSane {
 			what = "kubeletSane"
+		}
+		if st.Do == "run" && st.Kill != nil {
+			what = "killed run" // elsewhere run is two commands: kill create or start
 		}
 		only, ok := OnlyIn[what]
 		if !ok {
@@ -160,8 +164,11 @@ func (c *Case) validateClients() error {
 			if cc.Makes && !slices.Contains(cc.Actions, st.Do) {
 				return ferr(f+".do", "%s does not support %q (it does: %s); restrict the step with when.contexts", cc.Name, st.Do, strings.Join(cc.Actions, ", "))
 			}
-			if st.Kill != nil {
-				return ferr(f+".kill", "%s: the harness cannot time a SIGKILL of a command a client runs", cc.Name)
+			if st.Kill != nil && !(cc.Engine && st.Do == "run") {
+				return ferr(f+".kill", "%s: the harness cannot time a SIGKILL of a command a client runs (but the create of an engine's run)", cc.Name)
+			}
+			if sb := c.Sandbox(st.Sandbox); st.Kill != nil && sb != nil && sb.Count > 1 {
+				return ferr(f+".kill", "%s: a killed run is one create at a time: no count", cc.Name)
 			}
 			if st.Do == "update" && cc.Engine != (len(st.Resources) == 0) {
 				return ferr(f+".resources", "%s: update takes %s", cc.Name, map[bool]string{true: "args (the engine's update flags), not resources", false: "resources, not args"}[cc.Engine])

@@ -60,7 +60,7 @@ contexts: [docker, podman]
 sandboxes:
   - {name: a, engine: [--cgroup-parent, "cgc-${token}", --memory, 64m]}
 steps:
-  - {do: run, sandbox: a}
+  - {do: run, sandbox: a, kill: {min: 10ms, max: 1s}}
   - {do: update, sandbox: a, args: [--memory, 128m]}
   - {do: restart-daemon, when: {contexts: [docker]}}
   - {do: delete-force, sandbox: a}
@@ -95,6 +95,8 @@ func TestClientContextsBad(t *testing.T) {
 		{"engine update takes args", goodEngine, "{do: update, sandbox: a, args: [--memory, 128m]}|{do: update, sandbox: a, resources: {pids: {limit: 5}}}", "steps[1].resources: docker: update takes args"},
 		{"podman has no daemon", goodEngine, "{do: restart-daemon, when: {contexts: [docker]}}|{do: restart-daemon}", "steps[2].do: restart-daemon runs only in docker, docker-systemd, not podman"},
 		{"exec no kill timing", goodExec, "{do: run, sandbox: a}|{do: create, sandbox: a, kill: {after: 1s}}", "steps[0].kill: cri-privileged: the harness cannot time a SIGKILL"},
+		{"engine kills only run's create", goodEngine, "{do: update, sandbox: a, args: [--memory, 128m]}|{do: update, sandbox: a, args: [--memory, 128m], kill: {after: 1s}}", "steps[1].kill: only create and start can be killed"},
+		{"engine killed run one at a time", goodEngine, "  - {name: a, engine:|  - {name: a, count: 2, engine:", "steps[0].kill: docker: a killed run is one create at a time"},
 		{"exec no threaded caller", goodExec, "requires: [root, clients]|requires: [root, clients, cgroup-v2]\ncallerType: threaded", "callerType: a client context's caller cgroup is made by containerd"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -79,8 +79,10 @@ type clientState struct {
 	kubelet        *clients.Kubelet
 	kubeletMadeQoS bool
 	kubeletLogFrom int64
-	// engine is the docker or podman context's engine.
-	engine *clients.Engine
+	// engine is the docker or podman context's engine; engineRT the
+	// name it knows the runtime under test by.
+	engine   *clients.Engine
+	engineRT string
 }
 
 // PodHandlerDelegated is the runc handler of the cri-delegated pod: cgroup2
@@ -441,6 +443,16 @@ func ctrNamespace(in *instance) string { return "cgc-" + in.sb.RootName() }
 func (r *Runner) clientStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
 	if st.Do == "run" {
 		in.before = r.snapshot(cs)
+	}
+	if st.Kill != nil {
+		rec, why := r.killedRun(ctx, cs, st, in)
+		if why != "" {
+			cs.fail(st.ID, in.label+": "+why, "")
+		}
+		in.created = true
+		r.observe(ctx, cs, in)
+		rec.Processes = in.procs
+		return rec, nil // a killed create has no exit status to hold the run to
 	}
 	steps := r.clientAction(ctx, cs, in, st.Do, st.Args, st.Signal)
 	rec, cmd := foldSteps(steps)

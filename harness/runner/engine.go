@@ -51,11 +51,20 @@ func (r *Runner) engineSkip(cx string) string {
 func (r *Runner) setupEngine(ctx context.Context, cs *caseState) error {
 	kind, systemd := engineOf(cs.cx)
 	logs := filepath.Join(cs.logDir, "runsc")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
+	err := os.MkdirAll(logs, 0o755)
+	if err != nil {
 		return err
 	}
+	path := cs.rt.Path
+	cs.client.engineRT = cs.rt.Name
+	if hasKilledRun(cs.c) {
+		cs.client.engineRT = cs.rt.Name + "-killed-create"
+		if path, err = killCreateWrapper(cs.dir, cs.client.engineRT, cs.rt.Path); err != nil {
+			return err
+		}
+	}
 	e, err := clients.StartEngine(ctx, clients.EngineOptions{
-		Kind: kind, Systemd: systemd, Runtimes: map[string]string{cs.rt.Name: cs.rt.Path},
+		Kind: kind, Systemd: systemd, Runtimes: map[string]string{cs.client.engineRT: path},
 		RunscArgs: []string{"--debug-log=" + logs + "/"}, Busybox: r.opt.Busybox, LogDir: cs.dir,
 		Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root}, StartCmd: r.startRegistered,
 	})
@@ -85,8 +94,14 @@ func (r *Runner) engineAction(ctx context.Context, cs *caseState, in *instance, 
 		if err != nil {
 			return []clients.Step{{Name: "run", Exit: -1, Err: err.Error()}}
 		}
-		st := cli(e.RunArgs(cs.rt.Name, append([]string{"--name", in.id}, sb.Engine...)...)...)
-		if lines := strings.Fields(st.Output); st.OK() && len(lines) > 0 {
+		st := cli(e.RunArgs(cs.client.engineRT, append([]string{"--name", in.id}, sb.Engine...)...)...)
+		id := st
+		if !st.OK() {
+			// A failed start leaves the container created: its ID is
+			// the runtime's.
+			id = e.CLI(ctx, limit, "inspect", "-f", "{{.Id}}", in.id)
+		}
+		if lines := strings.Fields(id.Output); id.OK() && len(lines) > 0 {
 			in.id = lines[len(lines)-1]
 			cs.names = append(cs.names, in.id)
 			if root := e.RuntimeRoot(); root != "" {
@@ -229,4 +244,67 @@ func (r *Runner) observeEngine(ctx context.Context, cs *caseState, in *instance)
 		return "no process of the engine's container " + in.id + " found"
 	}
 	return ""
+}
+
+// hasKilledRun says whether case c kills the create of an engine's run.
+func hasKilledRun(c *casefile.Case) bool {
+	for _, st := range c.Steps {
+		if st.Do == "run" && st.Kill != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// killCreateWrapper writes, in dir, the runtime the engine runs for a
+// killed run step: rt itself, but its create is SIGKILLed after the delay
+// the harness last wrote to dir/kill-after (one create per delay), and
+// create's exit status and run time (ms) go to dir/create-exit. The
+// engine's shim then sees create fail, as when a node kills it.
+func killCreateWrapper(dir, name, rt string) (string, error) {
+	// POSIX sh for dash and busybox ash alike: no date +%N (busybox has
+	// none), so times come from /proc/uptime; the timer kills its own
+	// sleep when stopped, so nothing outlives the wrapper.
+	script := fmt.Sprintf("#!/bin/sh\nrt=%q dir=%q\n", rt, dir) + `for a; do [ "$a" = create ] && break; done
+if [ "$a" != create ] || [ ! -s "$dir/kill-after" ]; then exec "$rt" "$@"; fi
+after=$(cat "$dir/kill-after"); rm -f "$dir/kill-after"
+read t0 _ </proc/uptime
+"$rt" "$@" & pid=$!
+(trap 'kill $s; exit' TERM; sleep "$after" & s=$!; wait $s && kill -KILL $pid) </dev/null >/dev/null 2>&1 & timer=$!
+wait $pid; rc=$?
+kill $timer; wait $timer
+read t1 _ </proc/uptime
+echo "$rc $(( (${t1%.*}${t1#*.} - ${t0%.*}${t0#*.}) * 10 ))" >"$dir/create-exit"
+exit $rc
+`
+	path := filepath.Join(dir, name)
+	return path, os.WriteFile(path, []byte(script), 0o755)
+}
+
+// killedRun runs an engine's run step whose create is killed (see
+// killCreateWrapper): what the engine's run printed, and whether and when
+// the kill landed.
+func (r *Runner) killedRun(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, string) {
+	delay := r.killDelay(cs, st)
+	exitFile := filepath.Join(cs.dir, "create-exit")
+	_ = os.Remove(exitFile)
+	if err := os.WriteFile(filepath.Join(cs.dir, "kill-after"), []byte(fmt.Sprintf("%.3f", delay.Seconds())), 0o644); err != nil {
+		return report.Step{Error: err.Error()}, err.Error()
+	}
+	rec, _ := foldSteps(r.engineAction(ctx, cs, in, "run", nil, ""))
+	var rc, ms int
+	b, err := os.ReadFile(exitFile)
+	if _, serr := fmt.Sscan(string(b), &rc, &ms); err != nil || serr != nil {
+		return rec, fmt.Sprintf("the engine ran no create of the runtime (%s has %q)", exitFile, b)
+	}
+	if rc == 128+9 {
+		cs.mu.Lock()
+		cs.killed = true
+		cs.mu.Unlock()
+		rec.Note = fmt.Sprintf("SIGKILLed %s create after %s; %s", cs.rt.Name, delay.Round(time.Millisecond), rec.Note)
+	} else {
+		cs.learnKill(st, cmdResult{dur: time.Duration(ms) * time.Millisecond, exit: rc})
+		rec.Note = fmt.Sprintf("%s create exited %d after %d ms, before its SIGKILL at %s; %s", cs.rt.Name, rc, ms, delay.Round(time.Millisecond), rec.Note)
+	}
+	return rec, ""
 }
