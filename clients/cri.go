@@ -265,8 +265,8 @@ func (p *Pod) Remove(ctx context.Context, force bool) Step {
 
 // PodState is what crictl inspectp and inspect say about a pod.
 type PodState struct {
-	// SandboxState is SANDBOX_READY or SANDBOX_NOTREADY ("" when containerd
-	// does not know the pod); ContainerState CONTAINER_RUNNING, _EXITED…
+	// SandboxState is SANDBOX_READY or SANDBOX_NOTREADY ("" when crictl
+	// failed: Steps say why); ContainerState CONTAINER_RUNNING, _EXITED…
 	SandboxState, ContainerState string
 	// SandboxPID and ContainerPID are the host PIDs containerd reports (the
 	// pause process and the container's init under runc; the sandbox

@@ -592,7 +592,9 @@ func (r *Runner) clientState(ctx context.Context, cs *caseState, in *instance) (
 	}
 	s := cl.pod.Inspect(ctx)
 	if s.SandboxState == "" {
-		return ociState{}, fmt.Errorf("containerd does not know the pod sandbox %s", cl.pod.SandboxID)
+		// crictl's own error, if it had one: a status call that timed out
+		// is not a pod containerd does not know (issue 25 item 5).
+		return ociState{}, fmt.Errorf("no state for pod sandbox %s: %s", cl.pod.SandboxID, clients.Describe(s.Steps[0]))
 	}
 	return ociState{Status: podStatus(s), Pid: s.SandboxPID}, nil
 }
