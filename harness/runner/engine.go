@@ -286,11 +286,14 @@ exit $rc
 // the kill landed.
 func (r *Runner) killedRun(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, string) {
 	delay := r.killDelay(cs, st)
-	exitFile := filepath.Join(cs.dir, "create-exit")
+	exitFile, afterFile := filepath.Join(cs.dir, "create-exit"), filepath.Join(cs.dir, "kill-after")
 	_ = os.Remove(exitFile)
-	if err := os.WriteFile(filepath.Join(cs.dir, "kill-after"), []byte(fmt.Sprintf("%.3f", delay.Seconds())), 0o644); err != nil {
+	if err := os.WriteFile(afterFile, []byte(fmt.Sprintf("%.3f", delay.Seconds())), 0o644); err != nil {
 		return report.Step{Error: err.Error()}, err.Error()
 	}
+	// A run that never reached create must not leave its delay to the
+	// next create (a later step's, or cleanup's).
+	defer os.Remove(afterFile)
 	rec, _ := foldSteps(r.engineAction(ctx, cs, in, "run", nil, ""))
 	var rc, ms int
 	b, err := os.ReadFile(exitFile)

@@ -69,11 +69,10 @@ func testKillCreateWrapper(t *testing.T, sh []string) {
 	if f := strings.Fields(string(b)); len(f) != 2 || f[0] != "7" || len(f[1]) != 4 {
 		t.Errorf("create-exit = %q, want 7 and a run time of 1000-9999 ms", b)
 	}
-	if ps, _ := filepath.Glob("/proc/[0-9]*/cmdline"); true {
-		for _, p := range ps {
-			if b, _ := os.ReadFile(p); string(b) == "sleep\x005.000\x00" {
-				t.Errorf("the timer's sleep outlived the wrapper: %s", p)
-			}
+	ps, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range ps {
+		if b, _ := os.ReadFile(p); string(b) == "sleep\x005.000\x00" {
+			t.Errorf("the timer's sleep outlived the wrapper: %s", p)
 		}
 	}
 	_ = os.Remove(exitFile)
