@@ -54,6 +54,10 @@ type Case struct {
 	// CallerMount "read-only" mounts the delegated pod's cgroup2 read-only,
 	// as a container runtime does for a pod whose cgroup is not delegated.
 	CallerMount string `json:"callerMount,omitempty"`
+	// SlowCommand (ctr and kubelet-* contexts): the runtime binary the
+	// client's shim runs sleeps before each run of one command, as it
+	// does on a loaded node.
+	SlowCommand *SlowCommand `json:"slowCommand,omitempty"`
 	// Trials repeats the case (setup excepted) this many times with fresh
 	// container IDs; the result counts the trials that failed or leaked.
 	// Default 1.
@@ -78,6 +82,14 @@ type Case struct {
 	File string `json:"-"`
 	// lines maps field paths ("steps[2].check") to their line in File.
 	lines map[string]int
+}
+
+// SlowCommand delays every run of one runtime command (state, kill...) by
+// Delay, not scaled by -time-scale: it stands for a node's load against a
+// client's fixed deadline.
+type SlowCommand struct {
+	Command string   `json:"command"`
+	Delay   Duration `json:"delay"`
 }
 
 // Input is one row of a table case: a cgroupsPath and what runsc-patched
@@ -566,6 +578,22 @@ func (c *Case) Validate() error {
 		}
 		if len(c.Contexts) != 1 || c.Contexts[0] != "kubepods-delegated" {
 			return ferr("callerMount", "only the kubepods-delegated context mounts cgroup2 itself: set contexts: [kubepods-delegated]")
+		}
+	}
+	if sc := c.SlowCommand; sc != nil {
+		if !regexp.MustCompile(`^[a-z]+$`).MatchString(sc.Command) {
+			return ferr("slowCommand.command", "%q is not a runtime command (state, kill...)", sc.Command)
+		}
+		if sc.Delay.Duration <= 0 || sc.Delay.Duration > time.Minute {
+			return ferr("slowCommand.delay", "%v out of range (0, 1m]", sc.Delay.Duration)
+		}
+		for _, x := range c.Contexts {
+			if cc := ClientContexts[x]; !cc.Makes || cc.Engine {
+				return ferr("slowCommand", "context %s: only a containerd shim's runtime can be slowed (contexts ctr, kubelet-cgroupfs, kubelet-systemd)", x)
+			}
+		}
+		if len(c.Contexts) == 0 {
+			return ferr("slowCommand", "only a containerd shim's runtime can be slowed: set contexts (ctr, kubelet-cgroupfs, kubelet-systemd)")
 		}
 	}
 	if c.Trials < 0 || c.Trials > 10000 {

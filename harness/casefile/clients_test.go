@@ -83,7 +83,7 @@ func TestClientContextsBad(t *testing.T) {
 		{"ctr cannot exec", goodCtr, "{do: kill, sandbox: first, signal: TERM}|{do: exec, sandbox: first, args: [ls]}", `steps[1].do: ctr does not support "exec"`},
 		{"ctr takes no options", goodCtr, "{name: first, id: pause, root: a}|{name: first, id: pause, root: a, options: [nested-cgroups]}", "sandboxes[0].options: ctr: the shim's configuration sets the runtime's flags"},
 		{"ctr no mountns", goodCtr, "{name: first, id: pause, root: a}|{name: first, id: pause, root: a, mountns: m}", "sandboxes[0].mountns: ctr"},
-		{"ctr cannot pause", goodCtr, "{do: kill, sandbox: first, signal: TERM}|{do: pause, sandbox: first}", `steps[1].do: ctr does not support "pause"`},
+		{"ctr cannot start alone", goodCtr, "{do: kill, sandbox: first, signal: TERM}|{do: start, sandbox: first}", `steps[1].do: ctr does not support "start"`},
 		{"ctr cannot create alone", goodCtr, "{do: run, sandbox: first}|{do: create, sandbox: first, kill: {after: 1s}}", `steps[0].do: ctr does not support "create"`},
 		{"kubelet with a CLI context", goodKubelet, "contexts: [kubelet-cgroupfs, kubelet-systemd]|contexts: [kubelet-cgroupfs, host]", "contexts: kubelet-cgroupfs makes its one sandbox from CRI configs"},
 		{"kubelet two sandboxes", goodKubelet, "  - {name: pod}|  - {name: pod}\n  - {name: other}", "sandboxes: kubelet-cgroupfs runs one pod"},

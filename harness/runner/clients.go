@@ -97,14 +97,27 @@ func handlerFor(rt Runtime, b *build.Binaries) (clients.Handler, error) {
 	switch rt.Kind {
 	case "runsc":
 		flavor := map[string]string{Candidate: "patched", "runsc-stock": "stock"}[rt.Name]
+		if _, ok := b.RunscShim[strings.TrimPrefix(rt.Name, "runsc-")]; ok && strings.HasPrefix(rt.Name, "runsc-pr-") {
+			flavor = strings.TrimPrefix(rt.Name, "runsc-")
+		}
 		if flavor == "" {
-			return clients.Handler{}, fmt.Errorf("no runsc shim for %s: the shims are built from the patched and stock trees (runsc-patched, runsc-stock)", rt.Name)
+			return clients.Handler{}, fmt.Errorf("no runsc shim for %s: the shims are built from the patched and stock trees (runsc-patched, runsc-stock), and by make runsc-prs for a pull request that changes the shim", rt.Name)
 		}
 		return clients.Handler{Name: rt.Name, Shim: b.RunscShim[flavor], Runsc: rt.Path}, nil
 	case "runc":
 		return clients.Handler{Name: rt.Name, Shim: b.RuncShim, Runc: rt.Path}, nil
 	}
 	return clients.Handler{}, fmt.Errorf("no containerd handler is wired for %s (the reference is runc through containerd's runc shim)", rt.Name)
+}
+
+// slowWrapper writes, in dir, the runtime binary a shim runs for a case
+// with slowCommand: rt itself, sleeping first when any argument is the
+// command (container IDs are fixed-width hex, flags start with a dash).
+func slowWrapper(dir, rt string, sc *casefile.SlowCommand) (string, error) {
+	script := fmt.Sprintf("#!/bin/sh\nfor a; do if [ \"$a\" = %s ]; then sleep %.3f; break; fi; done\nexec %q \"$@\"\n",
+		sc.Command, sc.Delay.Seconds(), rt)
+	path := filepath.Join(dir, filepath.Base(rt)+"-slow-"+sc.Command)
+	return path, os.WriteFile(path, []byte(script), 0o755)
 }
 
 // staticBinary says why path cannot run in the busybox container of an
@@ -216,6 +229,15 @@ func (r *Runner) setupClient(ctx context.Context, cs *caseState) error {
 			return err
 		}
 		h.LogDir = filepath.Join(cs.logDir, "runsc")
+		if sc := cs.c.SlowCommand; sc != nil {
+			bin := &h.Runc
+			if h.IsRunsc() {
+				bin = &h.Runsc
+			}
+			if *bin, err = slowWrapper(cs.dir, *bin, sc); err != nil {
+				return err
+			}
+		}
 		cl.handler = h
 		hs = append(hs, h)
 	}
@@ -535,6 +557,8 @@ func (r *Runner) clientAction(ctx context.Context, cs *caseState, in *instance, 
 			return []clients.Step{ctr("ctr task delete", "task", "delete", in.id), ctr("ctr container delete", "container", "delete", in.id)}
 		case "delete-force":
 			return []clients.Step{ctr("ctr task delete -f", "task", "delete", "-f", in.id), ctr("ctr container delete", "container", "delete", in.id)}
+		case "pause", "resume":
+			return []clients.Step{ctr("ctr task "+do, "task", do, in.id)}
 		case "state":
 			_, s := c.TaskOf(ctx, limit, ns, in.id)
 			s.Name = "ctr task ls"

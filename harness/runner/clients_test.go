@@ -13,7 +13,7 @@ import (
 
 func TestHandlerFor(t *testing.T) {
 	b := &build.Binaries{RuncShim: "/b/containerd-shim-runc-v2",
-		RunscShim: map[string]string{"patched": "/b/shim-patched", "stock": "/b/shim-stock"}}
+		RunscShim: map[string]string{"patched": "/b/shim-patched", "stock": "/b/shim-stock", "pr-11-shim-state": "/b/shim-pr-11"}}
 	for _, tc := range []struct {
 		rt      Runtime
 		want    clients.Handler
@@ -23,6 +23,8 @@ func TestHandlerFor(t *testing.T) {
 		{rt: Runtime{Name: "runsc-stock", Path: "/p/runsc-stock", Kind: "runsc"}, want: clients.Handler{Name: "runsc-stock", Shim: "/b/shim-stock", Runsc: "/p/runsc-stock"}},
 		{rt: Runtime{Name: "runc", Path: "/usr/sbin/runc", Kind: "runc"}, want: clients.Handler{Name: "runc", Shim: "/b/containerd-shim-runc-v2", Runc: "/usr/sbin/runc"}},
 		{rt: Runtime{Name: "runsc-mine", Path: "/x", Kind: "runsc"}, wantErr: "no runsc shim for runsc-mine"},
+		{rt: Runtime{Name: "runsc-pr-11-shim-state", Path: "/p/runsc-pr-11-shim-state", Kind: "runsc"}, want: clients.Handler{Name: "runsc-pr-11-shim-state", Shim: "/b/shim-pr-11", Runsc: "/p/runsc-pr-11-shim-state"}},
+		{rt: Runtime{Name: "runsc-pr-10-paused-kill", Path: "/x", Kind: "runsc"}, wantErr: "no runsc shim for runsc-pr-10-paused-kill"},
 		{rt: Runtime{Name: "crun", Path: "/usr/bin/crun", Kind: "crun"}, wantErr: "no containerd handler is wired for crun"},
 	} {
 		got, err := handlerFor(tc.rt, b)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,5 +89,41 @@ func testKillCreateWrapper(t *testing.T, sh []string) {
 	calls, _ := os.ReadFile(filepath.Join(dir, "calls"))
 	if want := "--root create id\n--root create id1\n--root create id2\n--root delete create\n"; string(calls) != want {
 		t.Errorf("the runtime saw %q, want %q", calls, want)
+	}
+}
+
+// TestSlowWrapper: the runtime a shim runs for slowCommand sleeps before
+// that command only, and passes arguments and exit status through.
+func TestSlowWrapper(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "fake")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho \"$@\" >>\""+dir+"/calls\"\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := slowWrapper(dir, fake, &casefile.SlowCommand{Command: "state", Delay: casefile.Duration{Duration: 400 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		slow bool
+	}{
+		{[]string{"--root", "/r", "--log-format", "json", "state", "0123abcd"}, true},
+		{[]string{"--root", "/r", "kill", "0123abcd", "9"}, false},
+		{[]string{"--root", "/r", "stated", "x y"}, false},
+	} {
+		start := time.Now()
+		err := exec.Command(w, tc.args...).Run()
+		took := time.Since(start)
+		if e, ok := err.(*exec.ExitError); !ok || e.ExitCode() != 3 {
+			t.Errorf("%v: %v, want the runtime's exit 3", tc.args, err)
+		}
+		if slow := took >= 400*time.Millisecond; slow != tc.slow {
+			t.Errorf("%v took %s, want slow %v", tc.args, took, tc.slow)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "calls"))
+	if want := "--root /r --log-format json state 0123abcd\n--root /r kill 0123abcd 9\n--root /r stated x y\n"; string(b) != want {
+		t.Errorf("runtime saw %q, want %q", b, want)
 	}
 }
