@@ -1,6 +1,7 @@
 package runscbuild
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,22 @@ const ShimName = "containerd-shim-runsc-v1"
 // ShimPath is where EnsureShim puts the shim of a flavor.
 func ShimPath(binDir, flavor string) string {
 	return filepath.Join(binDir, ShimName+"-"+flavor)
+}
+
+// ChangesShim reports whether a patch of pr changes the shim's source
+// (pkg/shim): such a pull request's build (PRFlavor) gets a shim of its
+// own, so that its client cases compare stock with stock + it.
+func ChangesShim(pr PR) (bool, error) {
+	for _, p := range pr.Patches {
+		b, err := os.ReadFile(p.Path)
+		if err != nil {
+			return false, err
+		}
+		if bytes.Contains(b, []byte("\ndiff --git a/pkg/shim/")) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // EnsureShim builds gVisor's containerd shim (./shim of the go-branch tree)

@@ -12,10 +12,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/runsc-cgroups/cgconform/runscbuild"
@@ -190,7 +192,15 @@ func Find(binDir string) (*Binaries, error) {
 		RunscShim:  map[string]string{},
 		Runsc:      map[string]string{},
 	}
-	for _, f := range []string{"patched", "stock"} {
+	flavors := []string{"patched", "stock"}
+	// And a pull request's build whose shim make runsc-prs built.
+	prs, _ := filepath.Glob(runscbuild.ShimPath(binDir, "pr-*"))
+	for _, p := range prs {
+		if !strings.HasSuffix(p, ".stamp") {
+			flavors = append(flavors, strings.TrimPrefix(filepath.Base(p), runscbuild.ShimName+"-"))
+		}
+	}
+	for _, f := range flavors {
 		b.RunscShim[f] = runscbuild.ShimPath(binDir, f)
 		b.Runsc[f] = filepath.Join(binDir, "runsc-"+f)
 	}
@@ -205,11 +215,12 @@ func Find(binDir string) (*Binaries, error) {
 	return b, nil
 }
 
-// Paths lists every binary Find requires, in a stable order (the kubelet,
-// optional, is not among them).
+// Paths lists every binary Find requires, and the pull requests' shims
+// and runscs it found, in a stable order (the kubelet, optional, is not
+// among them).
 func (b *Binaries) Paths() []string {
 	out := []string{b.Containerd, b.Ctr, b.RuncShim, b.Crictl}
-	for _, f := range []string{"patched", "stock"} {
+	for _, f := range slices.Sorted(maps.Keys(b.RunscShim)) {
 		out = append(out, b.RunscShim[f], b.Runsc[f])
 	}
 	return out

@@ -59,4 +59,18 @@ func TestFindNamesTheMissingBinary(t *testing.T) {
 	if len(b.Paths()) != 8 || b.RunscShim["stock"] != filepath.Join(dir, "containerd-shim-runsc-v1-stock") {
 		t.Errorf("paths %v", b.Paths())
 	}
+	// A pull request's shim (make runsc-prs) needs its runsc too.
+	for _, n := range []string{"containerd-shim-runsc-v1-pr-11-shim-state", "containerd-shim-runsc-v1-pr-11-shim-state.stamp"} {
+		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
+	}
+	if _, err = Find(dir); err == nil || !strings.Contains(err.Error(), "runsc-pr-11-shim-state is missing") {
+		t.Errorf("Find with a pull request's shim and no runsc: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "runsc-pr-11-shim-state"), nil, 0o755)
+	if b, err = Find(dir); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Paths()) != 10 || b.RunscShim["pr-11-shim-state"] != filepath.Join(dir, "containerd-shim-runsc-v1-pr-11-shim-state") {
+		t.Errorf("paths %v", b.Paths())
+	}
 }

@@ -2,8 +2,10 @@
 // gVisor version pinned in go.mod, and runs the unit tests the series adds.
 //
 //	build-runsc [-repo DIR] build   # both binaries, skipped when up to date
-//	build-runsc [-repo DIR] prs     # bin/runsc-pr-NN-name: stock + each pull
-//	                                # request (and what it needs), for its table
+//	build-runsc [-repo DIR] [-pr NN-name] prs   # bin/runsc-pr-NN-name: stock +
+//	                                # each pull request (or only -pr) and what it
+//	                                # needs, for its table; and its shim when it
+//	                                # changes the shim
 //	build-runsc [-repo DIR] test    # go test the packages the series adds tests to,
 //	                                # then run each of its fuzz targets briefly
 //	build-runsc [-repo DIR] [-fuzztime D] fuzz   # run each fuzz target for D
@@ -24,9 +26,10 @@ import (
 
 func main() {
 	repo := flag.String("repo", ".", "project root: the folder with go.mod and patches/")
+	flag.StringVar(&onlyPR, "pr", "", "prs builds only this pull request's build (NN-name)")
 	flag.DurationVar(&fuzzTime, "fuzztime", 10*time.Second, "how long test and fuzz run each fuzz target of the series")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: build-runsc [-repo DIR] [-fuzztime D] build|test|fuzz\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: build-runsc [-repo DIR] [-pr NN-name] [-fuzztime D] build|prs|test|fuzz\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -42,6 +45,9 @@ func main() {
 
 // fuzzTime is how long each fuzz target runs.
 var fuzzTime time.Duration
+
+// onlyPR, when set, is the one pull request prs builds.
+var onlyPR string
 
 // goIn runs the go command in dir with our stdout and stderr.
 func goIn(dir string, args ...string) error {
@@ -85,9 +91,24 @@ func run(repo, verb string) error {
 		_, err = runscbuild.Ensure(cfg, m, runscbuild.Flavor{Name: "patched", Patches: patches})
 		return err
 	case "prs":
+		if _, ok := series.PR(onlyPR); onlyPR != "" && !ok {
+			return fmt.Errorf("-pr %s: no such pull request in the series", onlyPR)
+		}
 		for _, pr := range series.PRs {
-			if _, err := runscbuild.Ensure(cfg, m, runscbuild.PRFlavor(series, pr)); err != nil {
+			if onlyPR != "" && pr.Name != onlyPR {
+				continue
+			}
+			f := runscbuild.PRFlavor(series, pr)
+			tree, err := runscbuild.Ensure(cfg, m, f)
+			if err != nil {
 				return err
+			}
+			if shim, err := runscbuild.ChangesShim(pr); err != nil {
+				return err
+			} else if shim {
+				if _, err := runscbuild.EnsureShim(cfg, m, f, tree); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
