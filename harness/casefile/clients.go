@@ -43,7 +43,7 @@ var commonChecks = []string{"check", "sleep"}
 
 // ClientContexts lists the client contexts and what they support.
 var ClientContexts = map[string]ClientContext{
-	"ctr":              {Name: "ctr", Makes: true, Actions: append([]string{"run", "kill", "delete", "delete-force", "state", "wait-stopped", "pause", "resume"}, commonChecks...)},
+	"ctr":              {Name: "ctr", Makes: true, Actions: append([]string{"run", "kill", "delete", "delete-force", "state", "wait-stopped", "pause", "resume", "kill-sandbox"}, commonChecks...)},
 	"kubelet-cgroupfs": {Name: "kubelet-cgroupfs", Makes: true, OneSandbox: true, Actions: append([]string{"run", "delete", "delete-force", "state", "wait-stopped", "exec"}, commonChecks...)},
 	"kubelet-systemd":  {Name: "kubelet-systemd", Makes: true, OneSandbox: true, Actions: append([]string{"run", "delete", "delete-force", "state", "wait-stopped", "exec"}, commonChecks...)},
 	"cri-privileged":   {Name: "cri-privileged"},
