@@ -24,7 +24,8 @@ runsc:
 	$(GO) run ./cmd/build-runsc build
 
 # bin/runsc-pr-NN-name: stock runsc with one pull request of the series (and
-# the ones it needs), for that pull request's before/after table.
+# the ones it needs), for that pull request's before/after table; and its
+# shim (bin/containerd-shim-runsc-v1-pr-NN-name) when it changes the shim.
 runsc-prs:
 	$(GO) run ./cmd/build-runsc prs
 
