@@ -227,10 +227,15 @@ func TestParseInspect(t *testing.T) {
 
 func TestParseID(t *testing.T) {
 	id := strings.Repeat("ab", 32)
-	if got, err := ParseID("W1203 some warning\n" + id + "\n"); err != nil || got != id {
-		t.Errorf("got %q %v", got, err)
+	for _, out := range []string{
+		"W1203 some warning\n" + id + "\n",
+		id + "\nERRO[0002] error waiting for container: context canceled", // docker run -d, exit 0
+	} {
+		if got, err := ParseID(out); err != nil || got != id {
+			t.Errorf("ParseID(%q) = %q, %v", out, got, err)
+		}
 	}
-	for _, bad := range []string{"", "E1203 RunPodSandbox failed", strings.Repeat("g", 64)} {
+	for _, bad := range []string{"", "E1203 RunPodSandbox failed", strings.Repeat("g", 64), "docker: Error response from daemon: canceled"} {
 		if _, err := ParseID(bad); err == nil {
 			t.Errorf("ParseID(%q) accepted", bad)
 		}

@@ -196,15 +196,19 @@ func ParseInspect(out string) (pid int, state, cgroupsPath string, err error) {
 	return in.Info.Pid, in.Status.State, in.Info.RuntimeSpec.Linux.CgroupsPath, nil
 }
 
-// ParseID reads the ID crictl runp/create prints (the last non-empty line,
-// 64 hex digits).
+// ParseID reads the container ID a client printed (64 hex digits; the
+// last such field): crictl runp/create may warn before it, and Debian's
+// Docker 20.10 CLI may log "error waiting for container: context
+// canceled" after the ID of a detached run and still exit 0
+// (docker/cli#5043).
 func ParseID(out string) (string, error) {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	id := strings.TrimSpace(lines[len(lines)-1])
-	if len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
-		return "", fmt.Errorf("expected a 64-digit ID from crictl, got %q", out)
+	f := strings.Fields(out)
+	for i := len(f) - 1; i >= 0; i-- {
+		if len(f[i]) == 64 && strings.Trim(f[i], "0123456789abcdef") == "" {
+			return f[i], nil
+		}
 	}
-	return id, nil
+	return "", fmt.Errorf("expected a 64-digit container ID, got %q", out)
 }
 
 // TaskPID reads the PID of task id from `ctr task ls` output (columns

@@ -141,7 +141,7 @@ func TestJUnitSuites(t *testing.T) {
 func TestUnexpectedAndJSON(t *testing.T) {
 	m := sample()
 	got := m.Unexpected()
-	want := []string{"v2: timeout", "v2: relative-path [host]/runsc-patched failed"}
+	want := []string{"v2: timeout", "v2: relative-path [host]/runsc-patched failed: placed-beside: wrong"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Unexpected (-want +got):\n%s", d)
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/runsc-cgroups/cgconform/harness/mode"
 )
@@ -86,7 +87,8 @@ func (m *Matrix) Unexpected() []string {
 		}
 		for _, r := range h.Results {
 			if r.Outcome == Fail {
-				bad = append(bad, fmt.Sprintf("%s: %s/%s failed", h.Host, r.Name(), r.Runtime))
+				// The first failure too: CI keeps only its log's tail.
+				bad = append(bad, fmt.Sprintf("%s: %s/%s failed: %s", h.Host, r.Name(), r.Runtime, oneLine(firstMessage(r), 300)))
 			}
 		}
 		if h.HarnessExit != nil && *h.HarnessExit != 0 && len(bad) == 0 {
@@ -119,4 +121,13 @@ func MergeMatrices(ms ...*Matrix) *Matrix {
 		}
 	}
 	return out
+}
+
+// oneLine is s on one line, cut to at most n bytes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return s
 }

@@ -95,14 +95,15 @@ func (r *Runner) engineAction(ctx context.Context, cs *caseState, in *instance, 
 			return []clients.Step{{Name: "run", Exit: -1, Err: err.Error()}}
 		}
 		st := cli(e.RunArgs(cs.client.engineRT, append([]string{"--name", in.id}, sb.Engine...)...)...)
-		id := st
-		if !st.OK() {
+		id, err := clients.ParseID(st.Output)
+		if !st.OK() || err != nil {
 			// A failed start leaves the container created: its ID is
 			// the runtime's.
-			id = e.CLI(ctx, limit, "inspect", "-f", "{{.Id}}", in.id)
+			ist := e.CLI(ctx, limit, "inspect", "-f", "{{.Id}}", in.id)
+			id, err = clients.ParseID(ist.Output)
 		}
-		if lines := strings.Fields(id.Output); id.OK() && len(lines) > 0 {
-			in.id = lines[len(lines)-1]
+		if err == nil {
+			in.id = id
 			cs.names = append(cs.names, in.id)
 			if root := e.RuntimeRoot(); root != "" {
 				in.root = root // where a runtime's state must not stay
