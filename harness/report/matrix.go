@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/runsc-cgroups/cgconform/harness/mode"
 )
@@ -123,10 +124,14 @@ func MergeMatrices(ms ...*Matrix) *Matrix {
 	return out
 }
 
-// oneLine is s on one line, cut to at most n bytes.
+// oneLine is s on one line, cut to at most n bytes on a rune boundary
+// (messages quote runtimes' output, which may hold any UTF-8).
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
 		s = s[:n] + "..."
 	}
 	return s

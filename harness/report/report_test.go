@@ -151,3 +151,20 @@ func TestProgressRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\n  b\tc", 10, "a b c"},
+		{"abcdef", 3, "abc..."},
+		{"ab…cd", 3, "ab..."}, // never half of "…" (3 bytes)
+		{"ab…cd", 5, "ab…..."},
+	} {
+		if got := oneLine(tc.in, tc.n); got != tc.want {
+			t.Errorf("oneLine(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
