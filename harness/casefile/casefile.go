@@ -415,7 +415,7 @@ var (
 		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated", "kubelet-static",
 		"docker", "docker-systemd", "podman", "podman-systemd"}
 	// Actions a step may do.
-	Actions = []string{"create", "start", "run", "exec", "kill", "pause", "resume", "kill-sandbox", "kill-gofer", "kill-shim", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "write-state", "stop-unit", "kubelet-cpu", "remove-pod", "restart-daemon", "runtime-delete", "check"}
+	Actions = []string{"create", "start", "run", "exec", "kill", "pause", "resume", "kill-sandbox", "kill-gofer", "kill-shim", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "write-state", "write-lock", "stop-unit", "kubelet-cpu", "remove-pod", "restart-daemon", "runtime-delete", "check"}
 	// SetupActions a setup item may do.
 	SetupActions = []string{"mkdir", "chown", "write", "process"}
 	// Options are runtime-neutral sandbox switches.

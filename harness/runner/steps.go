@@ -80,7 +80,7 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		recs = []report.Step{rec}
 	case "stop-unit":
 		recs = r.forInstances(ctx, cs, st, r.stopUnitStep)
-	case "write-state":
+	case "write-state", "write-lock":
 		recs = r.forInstances(ctx, cs, st, r.writeStateStep)
 	case "sleep":
 		select {
@@ -403,27 +403,37 @@ func (r *Runner) killProcessStep(cs *caseState, st *casefile.Step) report.Step {
 	return rec
 }
 
-// writeStateStep writes the sandbox's state file in its --root, where the
-// runtime keeps it, as a crash could leave it.
+// writeStateStep writes in the sandbox's --root what a crash can leave
+// there: write-state the state file, with st.State; write-lock only what a
+// create makes before it saves any state (runsc's empty lock file, runc's
+// and crun's container directory).
 func (r *Runner) writeStateStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
-	file := map[string]string{
-		"runsc": filepath.Join(in.root, in.id+"_sandbox:"+in.id+".state"),
-		"runc":  filepath.Join(in.root, in.id, "state.json"),
-		"crun":  filepath.Join(in.root, in.id, "status"),
-	}[cs.rt.Kind]
+	dir, file := in.root, in.id+"_sandbox:"+in.id
+	if cs.rt.Kind == "runsc" {
+		file += map[string]string{"write-state": ".state", "write-lock": ".lock"}[st.Do]
+	} else {
+		dir = filepath.Join(in.root, in.id)
+		file = map[string]string{"runc": "state.json", "crun": "status"}[cs.rt.Kind]
+	}
 	if in.mountns != 0 {
-		cs.fail(st.ID, in.label+": write-state cannot reach a --root in the sandbox's own mount namespace", "")
+		cs.fail(st.ID, in.label+": "+st.Do+" cannot reach a --root in the sandbox's own mount namespace", "")
 		return report.Step{Error: "mountns"}, nil
 	}
-	err := os.MkdirAll(filepath.Dir(file), 0o711)
-	if err == nil {
-		err = os.WriteFile(file, []byte(*st.State), 0o640)
+	content, note := "", "made "+dir
+	err := os.MkdirAll(dir, 0o711)
+	if st.State != nil {
+		content = *st.State
+	}
+	if err == nil && (st.Do == "write-state" || cs.rt.Kind == "runsc") {
+		file = filepath.Join(dir, file)
+		note = fmt.Sprintf("wrote %d bytes to %s", len(content), file)
+		err = os.WriteFile(file, []byte(content), 0o640)
 	}
 	if err != nil {
 		cs.fail(st.ID, in.label+": "+err.Error(), "")
 		return report.Step{Error: err.Error()}, nil
 	}
-	return report.Step{Note: fmt.Sprintf("wrote %d bytes to %s", len(*st.State), file)}, nil
+	return report.Step{Note: note}, nil
 }
 
 func (r *Runner) killStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
