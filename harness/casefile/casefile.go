@@ -198,6 +198,10 @@ type Step struct {
 	// Resources (update): a runtime-spec linux.resources fragment, handed
 	// to the runtime's own update command as a file.
 	Resources json.RawMessage `json:"resources,omitempty"`
+	// Spec (create, run): an OCI spec fragment merged onto the sandbox's
+	// spec for this create only, so one ID can be refused with one spec
+	// and created again with its own in the same root.
+	Spec json.RawMessage `json:"spec,omitempty"`
 	// State (write-state): what the harness writes as the sandbox's state
 	// file in its --root before any command ("" is a file left empty, as a
 	// crash can leave one).
@@ -426,8 +430,9 @@ var (
 	Roles = []string{"sandbox", "gofer", "init"}
 	// Variables a string may use as ${name}: the prefixed container ID
 	// (where one sandbox is named), the run token, the case's own cgroup
-	// below the test root, the caller's cgroup C, a table case's input, and
-	// pid.<process> (the PID of a setup process). A cgroup reference knows
+	// below the test root, the caller's cgroup C, a table case's input,
+	// pid.<process> (the PID of a setup process) and id.<sandbox> (the
+	// container ID of a sandbox without count). A cgroup reference knows
 	// ${token} only (texts.go).
 	Variables = []string{"id", "token", "caseroot", "caller", "input"}
 	// Categories of a table case's inputs.
@@ -616,8 +621,14 @@ func (c *Case) Validate() error {
 		vars["pid."+p] = true
 	}
 	// ${id} is known only where one sandbox is named; ${input} only in a
-	// table case.
+	// table case. ${id.NAME} is sandbox NAME's ID everywhere (a pod's
+	// containers name their sandbox's), when NAME is one container.
 	delete(vars, "id")
+	for _, s := range c.Sandboxes {
+		if s.Instances() == 1 {
+			vars["id."+s.Name] = true
+		}
+	}
 	if len(c.Inputs) == 0 {
 		delete(vars, "input")
 	}
@@ -660,7 +671,7 @@ func (c *Case) Validate() error {
 		}
 		key := s.MountNS + "/" + s.RootName() + "/" + s.ContainerID()
 		if ids[key] {
-			return ferr(f+".id", "%q is already used in root %q; put one of them in another root (or mount namespace)", s.ContainerID(), s.RootName())
+			return ferr(f+".id", "%q is already used in root %q: a root is one runtime state folder (--root), where an ID is one container. Another root (root: NAME) or mount namespace gives the second its own state, where it never sees the first's (a state a refused create left behind goes unnoticed); to create this ID again in the same root, keep one sandbox and give a create or run step a spec: {...} of its own", s.ContainerID(), s.RootName())
 		}
 		ids[key] = true
 		mountns[s.MountNS] = true
@@ -916,6 +927,17 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 			return ferr(f+".resources", "not a runtime-spec linux.resources fragment: %v", err)
 		}
 	}
+	if len(st.Spec) > 0 {
+		if st.Do != "create" && st.Do != "run" {
+			return ferr(f+".spec", "only create and run take a spec of their own (merged onto the sandbox's for that create)")
+		}
+		if err := checkSpecFragment(st.Spec); err != nil {
+			return ferr(f+".spec", "%v", err)
+		}
+		if err := checkCgroupsPath(st.Spec, false); err != nil {
+			return ferr(f+".spec.linux.cgroupsPath", "%v", err)
+		}
+	}
 	if (st.Do == "write-state") != (st.State != nil) {
 		return ferr(f+".state", "write-state needs state: \"...\" (the file's content), and only it takes one")
 	}
@@ -1140,7 +1162,7 @@ func attributable(p string) error {
 		if e == ".." || e == "." || e == "" {
 			continue
 		}
-		if strings.Contains(e, "${token}") || strings.Contains(e, "${id}") {
+		if strings.Contains(e, "${token}") || strings.Contains(e, "${id}") || strings.Contains(e, "${id.") {
 			return nil
 		}
 		break
@@ -1306,7 +1328,7 @@ func fieldPath(path, key string) string {
 // holds them, and the runtime-spec type each must be.
 var fragments = map[reflect.Type]map[string]reflect.Type{
 	reflect.TypeFor[Sandbox](): {"spec": reflect.TypeFor[specs.Spec]()},
-	reflect.TypeFor[Step]():    {"resources": reflect.TypeFor[specs.LinuxResources]()},
+	reflect.TypeFor[Step]():    {"resources": reflect.TypeFor[specs.LinuxResources](), "spec": reflect.TypeFor[specs.Spec]()},
 }
 
 var unmarshaler = reflect.TypeFor[json.Unmarshaler]()

@@ -101,6 +101,23 @@ func TestParseBad(t *testing.T) {
 		{"bad relation", "relation: beneath|relation: under", "steps[1].check.placement.relation: unknown relation"},
 		{"spec typo", "linux: {cgroupsPath:|linux: {cgroupPath:", `:13: sandboxes[0].spec.linux.cgroupPath: unknown field "cgroupPath"`},
 		{"same id same root", "root: r2}|root: r1}", `sandboxes[1].id: "pause" is already used in root "r1"`},
+		{"same id same root says what a root changes", "root: r2}|root: r1}", "(a state a refused create left behind goes unnoticed); to create this ID again in the same root, keep one sandbox and give a create or run step a spec"},
+		// Another sandbox's ID (issue 37 item 1): a pod's container names
+		// its sandbox's.
+		{"id of another sandbox", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "x-${token}/${id}"}
+      annotations: {io.kubernetes.cri.sandbox-id: "${id.b}"`, ""},
+		{"id of another sandbox names a path", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "x-${id.b}/${id}"`, ""},
+		{"id of another sandbox in a step", "{do: run, sandbox: a}|{do: exec, sandbox: a, args: [echo, \"${id.b}\"]}", ""},
+		{"id of no sandbox", "{do: run, sandbox: a}|{do: exec, sandbox: a, args: [\"${id.zz}\"]}", "steps[0].args[0]: unknown variable ${id.zz}"},
+		{"id of a counted sandbox", "{name: b, id: pause, root: r2}|{name: b, id: pause, root: r2, count: 2}\n  - {name: c, spec: {annotations: {x: \"${id.b}\"}}}", "sandboxes[2].spec: unknown variable ${id.b} (known here: ${caller}, ${caseroot}, ${id.a}, ${id.c}, ${id}, ${token}): ${id.NAME} names a sandbox of this case without count"},
+		{"id of another sandbox is not a cgroup reference", "check: {placement: {sandbox: a, relation: beneath, path: x}}|check: {absent: \"base/x-${id.a}\"}", "steps[1].check.absent: unknown variable ${id.a} (known here: ${token})"},
+		// A create of one ID with a spec of its own (issue 37 item 2).
+		{"create with a spec", "{do: run, sandbox: a}|{do: create, sandbox: a, spec: {linux: {resources: {cpu: {cpus: \"${token}\"}}}}, expect: {fail: true}}", ""},
+		{"run with a spec", "{do: run, sandbox: a}|{do: run, sandbox: a, spec: {process: {args: [/bin/true]}}}", ""},
+		{"step spec typo", "{do: run, sandbox: a}|{do: create, sandbox: a, spec: {linux: {resorces: {}}}}", `:16: steps[0].spec.linux.resorces: unknown field "resorces" (runtime-spec's JSON names; known: `},
+		{"step spec variable typo", "{do: run, sandbox: a}|{do: create, sandbox: a, spec: {hostname: \"${tokn}\"}}", "steps[0].spec: unknown variable ${tokn}"},
+		{"step spec path without token", "{do: run, sandbox: a}|{do: create, sandbox: a, spec: {linux: {cgroupsPath: x/y}}}", `steps[0].spec.linux.cgroupsPath: "x/y": the first element`},
+		{"spec on a delete", "{do: delete-force, sandbox: a, expect|{do: delete-force, sandbox: a, spec: {hostname: h}, expect", "steps[2].spec: only create and run take a spec of their own"},
 		{"divergence for patched", "runtime: runsc-stock|runtime: runsc-patched", "divergences[0].runtime: runsc-patched must meet every expectation"},
 		{"divergence without reason", "reason: because|reason: \"\"", "divergences[0].reason: missing"},
 		{"divergence unknown step", "steps: [placed]|steps: [nope]", `divergences[0].steps[0]: no step with id "nope"`},

@@ -173,6 +173,9 @@ func (c *Case) validateClients() error {
 			if st.Do == "update" && cc.Engine != (len(st.Resources) == 0) {
 				return ferr(f+".resources", "%s: update takes %s", cc.Name, map[bool]string{true: "args (the engine's update flags), not resources", false: "resources, not args"}[cc.Engine])
 			}
+			if len(st.Spec) > 0 && cc.Makes {
+				return ferr(f+".spec", "%s: the client writes each container's spec once; a step's own spec is for the CLI contexts", cc.Name)
+			}
 			if st.Check != nil && st.Check.RunscLog != nil && cc.Makes {
 				return ferr(f+".check.runscLog", "%s: the shim runs runsc with its own debug log", cc.Name)
 			}

@@ -48,6 +48,9 @@ func (st *Step) texts(f string, visit visitFunc) error {
 	if err := visitJSON(f+".resources", &st.Resources, visit); err != nil {
 		return err
 	}
+	if err := visitJSON(f+".spec", &st.Spec, visit); err != nil {
+		return err
+	}
 	if w := st.Write; w != nil {
 		if err := visit(f+".write.cgroup", refText, &w.Cgroup); err != nil {
 			return err
@@ -241,7 +244,9 @@ func checkTexts(f string, texts func(string, visitFunc) error, known map[string]
 			case k == refText:
 				msg += `: a cgroup reference is a path relative to C; name the cgroup after the run token instead (cgroupsPath "p-${token}/a", then base/p-${token}/a)`
 			case n == "id":
-				msg += ": ${id} is a sandbox's container ID; only a step or check that names one sandbox knows it"
+				msg += ": ${id} is a sandbox's container ID; only a step or check that names one sandbox knows it (${id.NAME} is sandbox NAME's, anywhere)"
+			case strings.HasPrefix(n, "id."):
+				msg += ": ${id.NAME} names a sandbox of this case without count (one container, one ID)"
 			}
 			return ferr(field, "%s", msg)
 		}

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -357,7 +358,8 @@ func fakeUUID(token string, n int) string {
 }
 
 // makeInstances makes this trial's (or input's) containers: fresh IDs
-// (cs.suffix), bundles and log folders.
+// (cs.suffix), bundles and log folders. Every ID is known before any spec
+// is written, since a spec may name another sandbox's (${id.NAME}).
 func (r *Runner) makeInstances(cs *caseState) error {
 	cs.insts, cs.order = map[string][]*instance{}, nil
 	for i := range cs.c.Sandboxes {
@@ -377,28 +379,40 @@ func (r *Runner) makeInstances(cs *caseState) error {
 			in := &instance{sb: sb, label: label, id: id, pids: map[string]int{}, mountns: cs.mountns[sb.MountNS]}
 			in.root = filepath.Join(cs.dir, "state", sb.RootName())
 			in.bundle = filepath.Join(cs.dir, "bundles", strings.ReplaceAll(label, "#", "-")+cs.suffix)
-			if err := os.MkdirAll(in.root, 0o700); err != nil {
-				return err
-			}
-			esb, err := sb.Expanded(cs.vals(in))
-			if err != nil {
-				return fmt.Errorf("%s: sandboxes %s: %w", cs.c.File, sb.Name, err)
-			}
-			spec, err := ocispec.Merge(ocispec.Base(r.rootfs), esb.Spec)
-			if err != nil {
-				return fmt.Errorf("%s: sandboxes %s: %w", cs.c.File, sb.Name, err)
-			}
-			if err := ocispec.WriteBundle(in.bundle, spec); err != nil {
-				return err
-			}
 			in.logs = filepath.Join(cs.dir, "logs", strings.ReplaceAll(label, "#", "-")+cs.suffix)
-			if err := os.MkdirAll(in.logs, 0o755); err != nil {
-				return err
-			}
-			in.global, in.notes = cs.rt.GlobalFlags(in.root, in.logs, sb.Options)
 			cs.insts[sb.Name] = append(cs.insts[sb.Name], in)
 			cs.order = append(cs.order, in)
 		}
 	}
+	for _, in := range cs.order {
+		if err := os.MkdirAll(in.root, 0o700); err != nil {
+			return err
+		}
+		if err := r.writeBundle(cs, in, nil); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(in.logs, 0o755); err != nil {
+			return err
+		}
+		in.global, in.notes = cs.rt.GlobalFlags(in.root, in.logs, in.sb.Options)
+	}
 	return nil
+}
+
+// writeBundle writes the instance's bundle: the base spec, the sandbox's
+// spec fragment, then over (a create step's own spec, or nil), each
+// expanded for the instance.
+func (r *Runner) writeBundle(cs *caseState, in *instance, over json.RawMessage) error {
+	esb, err := in.sb.Expanded(cs.vals(in))
+	if err != nil {
+		return fmt.Errorf("%s: sandboxes %s: %w", cs.c.File, in.sb.Name, err)
+	}
+	spec, err := ocispec.Merge(ocispec.Base(r.rootfs), esb.Spec)
+	if err == nil && len(over) > 0 {
+		spec, err = ocispec.Merge(spec, over)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: sandboxes %s: %w", cs.c.File, in.sb.Name, err)
+	}
+	return ocispec.WriteBundle(in.bundle, spec)
 }

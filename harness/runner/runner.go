@@ -532,6 +532,9 @@ type instance struct {
 	notes   []string
 	created bool
 	deleted bool
+	// respec: the bundle holds a create step's own spec, so the next
+	// create writes the sandbox's again.
+	respec bool
 	// before is the tree before the instance's create (for owned).
 	before map[string]bool
 	// pids by role as last observed; kept after the processes die so
@@ -611,9 +614,16 @@ type caseState struct {
 }
 
 // vals are the values of the variables in a text about instance in (nil:
-// about no one sandbox): the case's, and the instance's ${id}.
+// about no one sandbox): the case's, every one-container sandbox's
+// ${id.NAME} (this trial's, as the client named it once it has), and the
+// instance's ${id}.
 func (cs *caseState) vals(in *instance) map[string]string {
 	out := maps.Clone(cs.vars)
+	for name, insts := range cs.insts {
+		if len(insts) == 1 {
+			out["id."+name] = insts[0].id
+		}
+	}
 	if in != nil {
 		out["id"] = in.id
 	}

@@ -60,6 +60,19 @@ func fakeRuntime(kind string, args []string) int {
 			fmt.Fprintln(os.Stderr, "fake runtime: refusing this cgroupsPath")
 			return 1
 		}
+		// Shows the bundle's annotations, and refuses a spec that asks
+		// it to (fake.refuse), as a kernel refuses a limit.
+		var spec struct{ Annotations map[string]string }
+		if len(rest) == 3 && rest[0] == "--bundle" {
+			b, _ := os.ReadFile(filepath.Join(rest[1], "config.json"))
+			_ = json.Unmarshal(b, &spec)
+		}
+		a, _ := json.Marshal(spec.Annotations)
+		fmt.Printf("annotations %s\n", a)
+		if spec.Annotations["fake.refuse"] != "" {
+			fmt.Fprintln(os.Stderr, "fake runtime: refusing this spec")
+			return 1
+		}
 		host, err := cgroupfs.Detect()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -390,6 +403,51 @@ func TestSelfTestTable(t *testing.T) {
 		case "runc-refuse":
 			if strings.Join(cats, ",") != "refused,refused" || !failed["input-fine"] || failed["input-bad"] {
 				t.Errorf("runc-refuse: categories %v, failures %+v", cats, res.Failures)
+			}
+		}
+	}
+	assertNoTestRootLeft(t, rep.RunID)
+}
+
+const podRetryCase = `
+name: pod-retry
+purpose: a container names its sandbox's ID in every trial, and one ID is refused with a step's spec, then created with its own in the same root
+source: harness self-test (issue 37)
+requires: [root]
+trials: 2
+sandboxes:
+  - name: sb
+  - name: ctr
+    spec:
+      annotations: {io.kubernetes.cri.sandbox-id: "${id.sb}"}
+steps:
+  - {do: run, sandbox: sb}
+  - {id: refused, do: create, sandbox: ctr, spec: {annotations: {fake.refuse: "${id}"}}, expect: {fail: true, output: "refusing this spec"}}
+  - {do: delete-force, sandbox: ctr}
+  - {id: again, do: create, sandbox: ctr, expect: {output: '"io.kubernetes.cri.sandbox-id":"${id.sb}"}'}}
+  - {do: start, sandbox: ctr}
+  - {do: delete-force, sandbox: ctr}
+  - {do: delete-force, sandbox: sb}
+  - {id: nothing-left, do: check, check: {nothingLeft: true}}
+`
+
+// TestSelfTestPodRetry: ${id.NAME} is another sandbox's ID with this
+// trial's suffix, in a spec and in an expectation; a create step's spec is
+// that create's only (issue 37 items 1 and 2).
+func TestSelfTestPodRetry(t *testing.T) {
+	busybox := "/usr/bin/busybox"
+	roottest.Require(t, busybox)
+	rep := runSelfTest(t, podRetryCase, busybox, "runc-right")
+	for _, res := range rep.Results {
+		if res.Outcome != report.Pass || res.Trials == nil || res.Trials.Failed != 0 {
+			t.Errorf("%s: outcome %s, trials %+v, failures %+v", res.Runtime, res.Outcome, res.Trials, res.Failures)
+		}
+		for _, s := range res.Steps {
+			if s.ID == "again" {
+				if !strings.Contains(s.Output, rep.RunID+"-sb-t0") {
+					t.Errorf("the first trial's container names %q, want its sandbox %s-sb-t0", s.Output, rep.RunID)
+				}
+				break
 			}
 		}
 	}

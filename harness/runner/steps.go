@@ -206,6 +206,13 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	total := time.Duration(0)
 	killAfter := r.killDelay(cs, st)
 	for _, a := range actions {
+		if a == "create" && (len(st.Spec) > 0 || in.respec) {
+			if err := r.writeBundle(cs, in, st.Spec); err != nil {
+				cs.fail(st.ID, in.label+": "+err.Error(), "")
+				return report.Step{Error: err.Error()}, nil
+			}
+			in.respec = len(st.Spec) > 0
+		}
 		if a == "create" {
 			in.before = r.snapshot(cs)
 		}
@@ -252,6 +259,9 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	}
 	if st.Do == "update" {
 		notes = append(notes, "resources "+string(st.Resources))
+	}
+	if len(st.Spec) > 0 {
+		notes = append(notes, "spec "+string(st.Spec))
 	}
 	if st.Do == "create" || st.Do == "start" || st.Do == "run" {
 		if why := r.observe(ctx, cs, in); why != "" && last.exit == 0 && last.err == nil && !last.killed {
