@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
@@ -62,23 +61,43 @@ var mayStayWithCaller = map[string]bool{"perf_event": true, "rdma": true, "misc"
 // hierarchy leaves it out.
 func Optional(key string) bool { return mayStayWithCaller[key] }
 
+// Want is a placement as the case wrote it, Relation (base, beneath…) and
+// Path, and Base, what base means on this host (beneath on v1 and hybrid
+// hosts, beside on v2): a failure speaks the case's words.
+type Want struct{ Relation, Path, Base string }
+
+func (w Want) String() string { return strings.TrimSpace(w.Relation + " " + w.Path) }
+
 // Placement checks every process (of the given roles; all if empty) in
 // every hierarchy key. names maps keys to readable hierarchy names. It
-// returns "" when all match, else a message and a go-cmp diff of
-// want/got for the mismatches.
-func Placement(relation, rel string, roles []string, procs []report.Process, caller map[string]string, keys []string, names map[string]string) (string, string) {
-	return PlacementFrom(relation, rel, roles, procs, caller, caller, keys, names)
+// returns "" when all match, else a message and one line per distinct
+// misplacement (see PlacementFrom).
+func Placement(want Want, roles []string, procs []report.Process, caller map[string]string, keys []string, names map[string]string) (string, string) {
+	return PlacementFrom(want, roles, procs, caller, caller, keys, names)
 }
 
 // PlacementFrom is Placement for a runtime started from the cgroups origin
 // rather than from C (a shim in containerd's cgroup placing a pod under a
 // pod cgroup C): in the hierarchies no runtime need manage
 // (mayStayWithCaller), a process left in origin is not misplaced.
-func PlacementFrom(relation, rel string, roles []string, procs []report.Process, caller, origin map[string]string, keys []string, names map[string]string) (string, string) {
+//
+// Its diff has one line per cgroup a process was found in instead of where
+// the case wanted it, naming the hierarchies and the processes: a sandbox
+// in one wrong cgroup of every v1 controller is one line, not one per
+// process and hierarchy, and nothing is lost.
+func PlacementFrom(want Want, roles []string, procs []report.Process, caller, origin map[string]string, keys []string, names map[string]string) (string, string) {
 	if len(procs) == 0 {
 		return "no process of the sandbox was observed (did create fail?)", ""
 	}
-	want, got := map[string]string{}, map[string]string{}
+	relation := want.Relation
+	if relation == "base" {
+		relation = want.Base
+	}
+	// A miss is a process found in got where desc was wanted, in the
+	// hierarchies hs.
+	type miss struct{ proc, got, desc string }
+	var misses []miss
+	hs := map[miss][]string{}
 	bad, checked := 0, 0
 	for _, p := range procs {
 		if len(roles) > 0 && !contains(roles, p.Role) {
@@ -93,13 +112,16 @@ func PlacementFrom(relation, rel string, roles []string, procs []report.Process,
 				continue
 			}
 			checked++
-			id := fmt.Sprintf("%s %s (pid %d) %s", p.Instance, p.Role, p.PID, names[k])
-			match, desc := Match(relation, rel, caller[k], g)
+			match, desc := Match(relation, want.Path, caller[k], g)
 			if match {
 				continue
 			}
 			bad++
-			want[id], got[id] = desc, g
+			m := miss{fmt.Sprintf("%s %s pid %d", p.Instance, p.Role, p.PID), g, desc}
+			if hs[m] == nil {
+				misses = append(misses, m)
+			}
+			hs[m] = append(hs[m], names[k])
 		}
 	}
 	if checked == 0 {
@@ -108,7 +130,26 @@ func PlacementFrom(relation, rel string, roles []string, procs []report.Process,
 	if bad == 0 {
 		return "", ""
 	}
-	return fmt.Sprintf("%d of %d placements are not %s", bad, checked, strings.TrimSpace(relation+" "+rel)), cmp.Diff(want, got)
+	// One line per cgroup, wanted place and set of hierarchies.
+	type line struct{ got, want string }
+	var order []line
+	who := map[line][]string{}
+	for _, m := range misses {
+		where := strings.Join(hs[m], " ")
+		if len(hs[m]) == len(keys) && len(keys) > 2 {
+			where = fmt.Sprintf("all %d hierarchies", len(keys))
+		}
+		l := line{fmt.Sprintf("%s (%s)", m.got, where), fmt.Sprintf("want %s: %s", want, m.desc)}
+		if who[l] == nil {
+			order = append(order, l)
+		}
+		who[l] = append(who[l], m.proc)
+	}
+	lines := make([]string, len(order))
+	for i, l := range order {
+		lines[i] = fmt.Sprintf("%s: %s; %s", l.got, strings.Join(who[l], ", "), l.want)
+	}
+	return fmt.Sprintf("%d of %d placements are not %s", bad, checked, want), strings.Join(lines, "\n")
 }
 
 // Main returns the sandbox's main process: runsc's sandbox, else the
@@ -196,11 +237,11 @@ func File(content string, equals *string, containsAll []string, empty bool) (str
 	switch {
 	case equals != nil:
 		if c != strings.TrimSpace(*equals) {
-			return "value differs", cmp.Diff(strings.TrimSpace(*equals), c)
+			return fmt.Sprintf("%q, want %q", c, strings.TrimSpace(*equals)), ""
 		}
 	case empty:
 		if c != "" {
-			return "not empty", cmp.Diff("", c)
+			return fmt.Sprintf("%q, want it empty", c), ""
 		}
 	default:
 		fields := strings.Fields(c)
@@ -211,7 +252,7 @@ func File(content string, equals *string, containsAll []string, empty bool) (str
 			}
 		}
 		if len(missing) > 0 {
-			return fmt.Sprintf("missing %v", missing), cmp.Diff(containsAll, fields)
+			return fmt.Sprintf("missing %v in %q", missing, c), ""
 		}
 	}
 	return "", ""

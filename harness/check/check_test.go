@@ -51,24 +51,67 @@ func TestPlacementReportsWrongPlace(t *testing.T) {
 	names := map[string]string{"memory": "memory", "pids": "pids"}
 	keys := []string{"memory", "pids"}
 
-	msg, _ := Placement("beneath", "actors", nil, procs(map[string]string{"memory": "/t/host/actors", "pids": "/t/host/actors"}), caller, keys, names)
+	msg, _ := Placement(Want{Relation: "beneath", Path: "actors"}, nil, procs(map[string]string{"memory": "/t/host/actors", "pids": "/t/host/actors"}), caller, keys, names)
 	if msg != "" {
 		t.Fatalf("right placement failed: %s", msg)
 	}
-	msg, diff := Placement("beneath", "actors", nil, procs(map[string]string{"memory": "/pause", "pids": "/t/host/actors"}), caller, keys, names)
+	msg, diff := Placement(Want{Relation: "beneath", Path: "actors"}, nil, procs(map[string]string{"memory": "/pause", "pids": "/t/host/actors"}), caller, keys, names)
 	if !strings.Contains(msg, "2 of 4 placements") {
 		t.Errorf("message %q", msg)
 	}
-	for _, want := range []string{`"/t/host/actors"`, `"/pause"`, "a sandbox (pid 10) memory", "a gofer (pid 11) memory"} {
+	for _, want := range []string{"/pause (memory): a sandbox pid 10, a gofer pid 11; want beneath actors: /t/host/actors"} {
 		if !strings.Contains(diff, want) {
 			t.Errorf("diff lacks %s:\n%s", want, diff)
 		}
 	}
-	if msg, _ := Placement("beneath", "", nil, nil, caller, keys, names); !strings.Contains(msg, "no process") {
+	if msg, _ := Placement(Want{Relation: "beneath"}, nil, nil, caller, keys, names); !strings.Contains(msg, "no process") {
 		t.Errorf("no processes: %q", msg)
 	}
-	if msg, _ := Placement("beneath", "", []string{"init"}, procs(caller), caller, keys, names); !strings.Contains(msg, "no observed process has a role") {
+	if msg, _ := Placement(Want{Relation: "beneath"}, []string{"init"}, procs(caller), caller, keys, names); !strings.Contains(msg, "no observed process has a role") {
 		t.Errorf("role filter: %q", msg)
+	}
+}
+
+// A failure speaks the case's words (base, not beneath) and has one line
+// per cgroup a process was found in, not one per process and hierarchy:
+// issue 37 item 4 measured 16 go-cmp entries for one joined container.
+func TestPlacementOneLinePerCgroup(t *testing.T) {
+	var keys []string
+	caller, names := map[string]string{}, map[string]string{}
+	for _, k := range []string{"blkio", "cpu", "cpuacct", "cpuset", "devices", "freezer", "memory", "name=systemd", "pids"} {
+		keys, caller[k], names[k] = append(keys, k), "/t/host", k
+	}
+	in := func(cg string) map[string]string {
+		out := map[string]string{}
+		for _, k := range keys {
+			out[k] = cg
+		}
+		return out
+	}
+	want := Want{Relation: "base", Path: "pod/ctr", Base: "beneath"}
+	ctr := []report.Process{
+		{PID: 10, Role: "sandbox", Instance: "ctr", Cgroups: in("/t/host/pod/sb")},
+		{PID: 11, Role: "gofer", Instance: "ctr", Cgroups: in("/t/host/pod/sb")},
+	}
+	msg, diff := Placement(want, nil, ctr, caller, keys, names)
+	if got, w := msg+"\n"+diff, "18 of 18 placements are not base pod/ctr\n"+
+		"/t/host/pod/sb (all 9 hierarchies): ctr sandbox pid 10, ctr gofer pid 11; want base pod/ctr: /t/host/pod/ctr"; got != w {
+		t.Errorf("failure:\n%s\nwant:\n%s", got, w)
+	}
+	// A process elsewhere in one hierarchy is a line of its own.
+	ctr[1].Cgroups = in("/t/host/pod/sb")
+	ctr[1].Cgroups["pids"] = "/t/host"
+	_, diff = Placement(want, nil, ctr, caller, keys, names)
+	if got, w := diff, "/t/host/pod/sb (all 9 hierarchies): ctr sandbox pid 10; want base pod/ctr: /t/host/pod/ctr\n"+
+		"/t/host/pod/sb (blkio cpu cpuacct cpuset devices freezer memory name=systemd): ctr gofer pid 11; want base pod/ctr: /t/host/pod/ctr\n"+
+		"/t/host (pids): ctr gofer pid 11; want base pod/ctr: /t/host/pod/ctr"; got != w {
+		t.Errorf("diff:\n%s\nwant:\n%s", got, w)
+	}
+	// base is beside C on v2, said as base.
+	v2 := Want{Relation: "base", Base: "beside"}
+	msg, diff = Placement(v2, nil, []report.Process{{PID: 10, Role: "sandbox", Instance: "a", Cgroups: map[string]string{"unified": "/t/host/a"}}}, map[string]string{"unified": "/t/host"}, []string{"unified"}, map[string]string{"unified": "unified"})
+	if got, w := msg+"\n"+diff, "1 of 1 placements are not base\n/t/host/a (unified): a sandbox pid 10; want base: beside /t/host (under /t, not under it)"; got != w {
+		t.Errorf("failure:\n%s\nwant:\n%s", got, w)
 	}
 }
 
@@ -89,7 +132,7 @@ func TestPlacementUnmanagedHierarchy(t *testing.T) {
 		{"perf_event moved out", map[string]string{"memory": "/t/host/a", "pids": "/t/host/a", "perf_event": "/pause"}, "2 of 6 placements"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msg, _ := Placement("beneath", "a", nil, procs(tc.got), caller, keys, names)
+			msg, _ := Placement(Want{Relation: "beneath", Path: "a"}, nil, procs(tc.got), caller, keys, names)
 			if (tc.want == "") != (msg == "") || !strings.Contains(msg, tc.want) {
 				t.Errorf("Placement = %q, want %q", msg, tc.want)
 			}
@@ -116,13 +159,13 @@ func TestPlacementFromOrigin(t *testing.T) {
 		{"misc elsewhere", map[string]string{"memory": "/kp/pod1/x", "misc": "/other"}, "2 of 4 placements"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msg, _ := PlacementFrom("beneath", "", nil, procs(tc.got), caller, origin, keys, names)
+			msg, _ := PlacementFrom(Want{Relation: "beneath"}, nil, procs(tc.got), caller, origin, keys, names)
 			if (tc.want == "") != (msg == "") || !strings.Contains(msg, tc.want) {
 				t.Errorf("PlacementFrom = %q, want %q", msg, tc.want)
 			}
 		})
 	}
-	if msg, _ := Placement("beneath", "", nil, procs(map[string]string{"memory": "/kp/pod1/x", "misc": "/t/containerd"}), caller, keys, names); msg == "" {
+	if msg, _ := Placement(Want{Relation: "beneath"}, nil, procs(map[string]string{"memory": "/kp/pod1/x", "misc": "/t/containerd"}), caller, keys, names); msg == "" {
 		t.Error("Placement (origin = C) accepted misc in another cgroup")
 	}
 }

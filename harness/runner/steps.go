@@ -640,7 +640,7 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in
 		if in.from != nil {
 			from = in.from
 		}
-		return check.PlacementFrom(r.relation(p.Relation), p.Path, p.Roles, in.procs, cs.caller, from, keys, names)
+		return check.PlacementFrom(r.want(p.Relation, p.Path), p.Roles, in.procs, cs.caller, from, keys, names)
 	case len(c.Distinct) > 0:
 		m := map[string][]report.Process{}
 		for _, s := range c.Distinct {
@@ -714,7 +714,7 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in
 		if len(procs) == 0 {
 			return "the " + cs.cx + " context has no process of its own in the caller's cgroup", ""
 		}
-		return check.Placement(c.Holders, "", nil, procs, cs.caller, keys, names)
+		return check.Placement(r.want(c.Holders, ""), nil, procs, cs.caller, keys, names)
 	case c.RunscLog != nil:
 		return r.checkRunscLog(cs, c.RunscLog, in)
 	case c.KubeletSane:
@@ -744,17 +744,15 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in
 	return "", ""
 }
 
-// relation resolves "base", where a relative cgroupsPath goes by default:
-// beneath the caller C on v1 and hybrid hosts, beside it (in C's parent)
-// on v2.
-func (r *Runner) relation(rel string) string {
-	if rel != "base" {
-		return rel
-	}
+// want is a placement as the case wrote it, with what base (where a
+// relative cgroupsPath goes by default) means here: beneath the caller C
+// on v1 and hybrid hosts, beside it (in C's parent) on v2.
+func (r *Runner) want(relation, path string) check.Want {
+	w := check.Want{Relation: relation, Path: path, Base: "beneath"}
 	if r.host.Mode == mode.V2 {
-		return "beside"
+		w.Base = "beside"
 	}
-	return "beneath"
+	return w
 }
 
 // checkFile reads a file of the sandbox's cgroup or of a cgroup reference,
@@ -811,9 +809,9 @@ func (r *Runner) checkExists(cs *caseState, ref string, want bool) (string, stri
 	case len(bad) == 0:
 		return "", ""
 	case want:
-		return fmt.Sprintf("%s is not a cgroup in %s", ref, strings.Join(bad, ", ")), strings.Join(where, "\n")
+		return fmt.Sprintf("%s is not a cgroup in %s", ref, strings.Join(bad, ", ")), strings.Join(groupByPath(where, len(r.host.Hierarchies)), "\n")
 	}
-	return fmt.Sprintf("%s is still a cgroup in %s", ref, strings.Join(bad, ", ")), strings.Join(where, "\n")
+	return fmt.Sprintf("%s is still a cgroup in %s", ref, strings.Join(bad, ", ")), strings.Join(groupByPath(where, len(r.host.Hierarchies)), "\n")
 }
 
 // checkRunscLog looks for a line in the debug logs runsc wrote for every

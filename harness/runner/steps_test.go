@@ -123,7 +123,7 @@ func TestCheckCoreFileEveryHierarchy(t *testing.T) {
 	for _, x := range fails {
 		got = append(got, x.Step+": "+x.Message)
 	}
-	want := []string{"empty: pids:/cgconform-cgc0fake/001/host/cgroup.procs: not empty", `io: io.max: no v1 hierarchy has the controller "io" (on v1 a file's prefix picks its hierarchy)`}
+	want := []string{"empty: pids:/cgconform-cgc0fake/001/host/cgroup.procs: \"42\", want it empty", `io: io.max: no v1 hierarchy has the controller "io" (on v1 a file's prefix picks its hierarchy)`}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("failures (-want +got):\n%s", diff)
 	}
@@ -175,9 +175,9 @@ func TestCheckExistsAbsent(t *testing.T) {
 		got = append(got, x.Step+": "+x.Message+" | "+x.Diff)
 	}
 	want := []string{
-		"kept-leaf: base/p-cgc0fake/a is not a cgroup in pids | pids:" + p + "/a",
-		"gone: base/p-cgc0fake/b is still a cgroup in unified | unified:" + p + "/b",
-		"gone-parent: base/p-cgc0fake is still a cgroup in memory, pids, unified | memory:" + p + "\npids:" + p + "\nunified:" + p,
+		"kept-leaf: base/p-cgc0fake/a is not a cgroup in pids | " + p + "/a (pids)",
+		"gone: base/p-cgc0fake/b is still a cgroup in unified | " + p + "/b (unified)",
+		"gone-parent: base/p-cgc0fake is still a cgroup in memory, pids, unified | " + p + " (all 3 hierarchies)",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("failures (-want +got):\n%s", diff)

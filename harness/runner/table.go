@@ -114,7 +114,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 		for _, h := range r.host.Hierarchies {
 			names[h.Key] = h.Name()
 		}
-		if msg, diff := check.Placement(r.relation(in.Placement.Relation), rel, in.Placement.Roles, sb.procs, cs.caller, keys, names); msg != "" {
+		if msg, diff := check.Placement(r.want(in.Placement.Relation, rel), in.Placement.Roles, sb.procs, cs.caller, keys, names); msg != "" {
 			placed = false
 			evidence = append(evidence, "placement: "+msg+" "+strings.Join(strings.Fields(diff), " "))
 		}
