@@ -1,14 +1,19 @@
 package casefile
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/vars"
+	"sigs.k8s.io/yaml"
 )
 
 const good = `
@@ -295,28 +300,51 @@ func TestRepositoryCases(t *testing.T) {
 	}
 }
 
-// Every YAML example of cases/README.md is a case file of cases/, whole
-// ("# cases/x.yaml") or a run of its lines ("# cases/x.yaml (excerpt)"),
-// so that -validate checks it and the conformance run executes it: an
-// example cannot drift from what runs (issue 28).
-func TestReadmeExamples(t *testing.T) {
+// readmeBlock is a YAML example of cases/README.md: its first line (head),
+// the rest (body), and the README line the body starts on.
+type readmeBlock struct {
+	head, body string
+	line       int
+}
+
+func readmeBlocks(t *testing.T) []readmeBlock {
+	t.Helper()
 	b, err := os.ReadFile("../../cases/README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	parts := strings.Split(string(b), "```yaml\n")
+	var out []readmeBlock
+	line := strings.Count(parts[0], "\n") + 1
+	for _, blk := range parts[1:] {
+		yml, _, _ := strings.Cut(blk, "```")
+		head, body, _ := strings.Cut(yml, "\n")
+		out = append(out, readmeBlock{head, body, line + 2})
+		line += strings.Count(blk, "\n") + 1
+	}
+	if len(out) == 0 {
+		t.Fatal("no YAML example in cases/README.md")
+	}
+	return out
+}
+
+// Every YAML example of cases/README.md is a case file of cases/, whole
+// ("# cases/x.yaml") or a run of its lines ("# cases/x.yaml (excerpt)"),
+// so that -validate checks it and the conformance run executes it: an
+// example cannot drift from what runs (issue 28). The reference's blocks
+// ("# reference: KIND") are TestReadmeReference's.
+func TestReadmeExamples(t *testing.T) {
 	if _, err := LoadDir("../../cases"); err != nil {
 		t.Fatal(err)
 	}
-	blocks := strings.Split(string(b), "```yaml\n")[1:]
-	if len(blocks) == 0 {
-		t.Fatal("no YAML example in cases/README.md")
-	}
-	for i, blk := range blocks {
-		blk, _, _ = strings.Cut(blk, "```")
-		head, body, _ := strings.Cut(blk, "\n")
+	for i, blk := range readmeBlocks(t) {
+		head, body := blk.head, blk.body
+		if strings.HasPrefix(head, "# reference: ") {
+			continue
+		}
 		name, excerpt := strings.CutSuffix(strings.TrimPrefix(head, "# "), " (excerpt)")
 		if !strings.HasPrefix(name, "cases/") || !strings.HasSuffix(name, ".yaml") {
-			t.Errorf("example %d: first line %q, want \"# cases/<name>.yaml\" (and \" (excerpt)\" for a run of its lines)", i+1, head)
+			t.Errorf("example %d: first line %q, want \"# cases/<name>.yaml\" (and \" (excerpt)\" for a run of its lines), or \"# reference: KIND\"", i+1, head)
 			continue
 		}
 		file, err := os.ReadFile("../../" + name)
@@ -329,6 +357,166 @@ func TestReadmeExamples(t *testing.T) {
 		}
 		t.Errorf("example %d is not %s%s:\n%s", i+1, map[bool]string{true: "a run of the lines of ", false: "all of "}[excerpt], name, body)
 	}
+}
+
+// referenceCase is the case a line of the README's reference is checked
+// in: sandboxes a and b, the setup cgroup base/p-${token} with process p,
+// the contexts of the line's own when (default host), and the line in the
+// list its kind names (steps, checks, references and variables are
+// steps).
+func referenceCase(kind, line string) (string, error) {
+	var w struct {
+		When *When `json:"when"`
+	}
+	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(line, "- ")), &w); err != nil {
+		return "", err
+	}
+	contexts, requires := []string{"host"}, "root, systemd"
+	if w.When != nil && len(w.When.Contexts) > 0 {
+		contexts = w.When.Contexts
+	}
+	if IsClientContext(contexts[0]) {
+		requires += ", clients"
+	}
+	lists := map[string][]string{
+		"setup":     {`{do: mkdir, cgroup: "base/p-${token}"}`, `{do: process, cgroup: "base/p-${token}", name: p}`},
+		"sandboxes": {"{name: a}", "{name: b}"},
+		"steps":     nil,
+	}
+	list := kind
+	if kind != "setup" && kind != "sandboxes" {
+		list = "steps"
+	}
+	if _, ok := lists[list]; !ok {
+		return "", fmt.Errorf("unknown kind %q (setup, sandboxes, steps, checks, references, variables)", kind)
+	}
+	lists[list] = append(lists[list], strings.TrimPrefix(line, "- "))
+	if len(lists["steps"]) == 0 {
+		lists["steps"] = []string{"{do: run, sandbox: a}"}
+	}
+	src := fmt.Sprintf("name: reference\npurpose: one line of the reference\nsource: cases/README.md\nrequires: [%s]\ncontexts: [%s]\n", requires, strings.Join(contexts, ", "))
+	for _, l := range []string{"setup", "sandboxes", "steps"} {
+		src += l + ":\n  - " + strings.Join(lists[l], "\n  - ") + "\n"
+	}
+	return src, nil
+}
+
+// The reference at the top of cases/README.md (issue 37 item 3): every
+// line validates alone, and together they show every action, check,
+// relation, cgroup reference, variable, setup action and sandbox option,
+// so neither a line nor the vocabulary can drift from the other.
+func TestReadmeReference(t *testing.T) {
+	seen := map[string]bool{}
+	lines := 0
+	for _, blk := range readmeBlocks(t) {
+		kind, ok := strings.CutPrefix(blk.head, "# reference: ")
+		if !ok {
+			continue
+		}
+		for i, line := range strings.Split(strings.TrimRight(blk.body, "\n"), "\n") {
+			at := fmt.Sprintf("cases/README.md:%d", blk.line+i)
+			if !strings.HasPrefix(line, "- ") {
+				t.Errorf("%s: %q: a reference line is one list item, \"- {...}\"", at, line)
+				continue
+			}
+			lines++
+			src, err := referenceCase(kind, line)
+			if err != nil {
+				t.Errorf("%s: %v", at, err)
+				continue
+			}
+			c, err := Parse([]byte(src))
+			if err != nil {
+				t.Errorf("%s: %s\ndoes not validate: %v", at, line, err)
+				continue
+			}
+			for _, x := range reflectedWords(kind, c) {
+				seen[x] = true
+			}
+		}
+	}
+	if lines == 0 {
+		t.Fatal("no reference lines in cases/README.md")
+	}
+	var want []string
+	for _, a := range Actions {
+		if a != "check" {
+			want = append(want, "do "+a)
+		}
+	}
+	checkFields, _ := jsonFields(reflect.TypeFor[Check]())
+	for _, f := range checkFields {
+		want = append(want, "check "+f)
+	}
+	for _, r := range Relations {
+		want = append(want, "relation "+r)
+	}
+	for _, r := range []string{"caller", "parent", "base"} {
+		want = append(want, "reference "+r)
+	}
+	for _, v := range Variables {
+		if v != "input" {
+			want = append(want, "variable "+v)
+		}
+	}
+	want = append(want, "variable id.NAME", "variable pid.NAME")
+	for _, a := range SetupActions {
+		want = append(want, "setup "+a)
+	}
+	for _, o := range Options {
+		want = append(want, "option "+o)
+	}
+	for _, w := range want {
+		if !seen[w] {
+			t.Errorf("the reference in cases/README.md shows no %s: add a line for it", w)
+		}
+	}
+}
+
+// reflectedWords are the vocabulary words a reference line of kind shows,
+// read from its parsed case.
+func reflectedWords(kind string, c *Case) []string {
+	var out []string
+	switch kind {
+	case "setup":
+		it := c.Setup[len(c.Setup)-1]
+		return []string{"setup " + it.Do}
+	case "sandboxes":
+		for _, o := range c.Sandboxes[len(c.Sandboxes)-1].Options {
+			out = append(out, "option "+o)
+		}
+		return out
+	}
+	st := c.Steps[0]
+	switch {
+	case kind == "variables":
+		for _, a := range st.Args {
+			names, _ := vars.Refs(a)
+			for _, n := range names {
+				if before, _, ok := strings.Cut(n, "."); ok {
+					n = before + ".NAME"
+				}
+				out = append(out, "variable "+n)
+			}
+		}
+	case st.Check != nil:
+		b, _ := json.Marshal(st.Check)
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(b, &m)
+		for k := range m {
+			out = append(out, "check "+k)
+		}
+		if p := st.Check.Placement; p != nil {
+			out = append(out, "relation "+p.Relation)
+		}
+		if kind == "references" {
+			root, _, _ := strings.Cut(st.Check.Exists+st.Check.Absent, "/")
+			out = append(out, "reference "+root)
+		}
+	default:
+		out = append(out, "do "+st.Do)
+	}
+	return out
 }
 
 func TestWhen(t *testing.T) {
