@@ -115,13 +115,17 @@ upstream-series:
 	@test -n "$(OUT)" || { echo "usage: make upstream-series OUT=dir [REPORT=out/matrix/report.json[,more.json]] [AUTHOR_NAME=... AUTHOR_EMAIL=...]"; exit 2; }
 	$(GO) run ./ci/cmd/upstream series -out "$(OUT)" -report "$(REPORT)" -author-name "$(AUTHOR_NAME)" -author-email "$(AUTHOR_EMAIL)"
 
-# Each pull request alone (on what it needs) and all in order, on a gVisor
-# checkout DIR at BASE (default its HEAD): git am, gofmt, BUILD entries, own
-# test, and go build/vet/test of the touched packages (on the go branch where
-# master cannot build them with go). DIR itself is only read.
+# Each pull request alone (on what it needs) and all in order, on two trees
+# made from master BASE (default HEAD) of the gVisor repository DIR (a
+# checkout or a bare mirror with the go branch; only read): master itself
+# (git am, gofmt, BUILD entries, own test) and the go branch's commit made
+# from BASE plus master's tests of the touched packages (go build
+# ./runsc/..., go vet and unit tests, as nobody without the host's
+# cgroupfs). No other tree: a pull request that does not build there fails.
+# Needs root (for the test sandbox); out/upstream-check/report.{md,json}.
 upstream-check:
-	@test -n "$(DIR)" || { echo "usage: make upstream-check DIR=/path/to/gvisor [BASE=rev]"; exit 2; }
-	$(GO) run ./ci/cmd/upstream check -dir "$(DIR)" -base "$(or $(BASE),HEAD)"
+	@test -n "$(DIR)" || { echo "usage: make upstream-check DIR=/path/to/gvisor [BASE=master-rev] [GO_REF=go]"; exit 2; }
+	$(GO) run ./ci/cmd/upstream check -dir "$(DIR)" -base "$(or $(BASE),HEAD)" -go-ref "$(or $(GO_REF),go)"
 
 # The series' tests in upstream's runsc/container test files, which the go
 # branch lacks (DIR: a gVisor checkout or bare repository to take them

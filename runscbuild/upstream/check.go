@@ -2,35 +2,101 @@ package upstream
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/runsc-cgroups/cgconform/runscbuild"
 	"github.com/runsc-cgroups/cgconform/runscbuild/patchmail"
 )
 
 // CheckConfig says what to check where.
+//
+// Every row (a pull request alone on what it needs, or in order on every
+// earlier one) is applied to two trees made from one upstream master
+// commit, and to no other:
+//
+//   - master: Base itself (Bazel's tree). git am, gofmt and the BUILD
+//     entries are checked there, where upstream reviews the patch.
+//   - go: the commit of the go branch made from Base (gVisor's automation
+//     merges each master commit into the go branch with its generated Go
+//     sources), plus master's _test.go files of the packages the series
+//     touches and the test-only packages they import. The go command
+//     builds, vets and tests there. A row that does not build there fails
+//     with the compiler's error: no other tree is tried.
 type CheckConfig struct {
 	Series *runscbuild.Series
-	// Upstream is the user's gVisor checkout. It is only read: the checks
-	// run in a clone of it that shares its objects (Work/master), so the
-	// user's branch, index and work tree are never touched.
+	// Upstream is a gVisor git repository (a checkout or a bare mirror)
+	// holding Base and GoRef. It is only read: the checks run in clones
+	// of it under Work that share its objects.
 	Upstream string
-	Base     string // commit-ish in Upstream to check on (default HEAD)
-	// Work holds the scratch trees: master (the clone, with one branch
-	// per check: check/alone/NN-name, check/in-order/NN-name) and
-	// go-branch (GoBranch's source, reused while its version holds).
+	Base     string // master commit-ish in Upstream to check on (default HEAD)
+	GoRef    string // the branch whose commits merge master into the go branch (default "go")
+	// Module is the pinned gvisor.dev/gvisor module. A file of the go
+	// commit whose blob Upstream lacks (a partial mirror) is taken from
+	// it, and the report says so; a file it lacks too stops the check.
+	Module runscbuild.Module
+	// Work holds the scratch trees: master (one branch per row), go (the
+	// same path for every row, so the go build cache is shared) and bin
+	// (the test binaries).
 	Work string
-	// GoBranch is the pinned go-branch module (runscbuild.ResolveModule).
-	GoBranch runscbuild.Module
-	Log      io.Writer // progress and the detail of every failure
+	Log  io.Writer // progress and the detail of every failure
+	// Lock, when set, is taken around each row's go commands (the build
+	// lock other gVisor builds on this machine take).
+	Lock func() (unlock func(), err error)
+	// Sandbox wraps a unit test binary's command so that it cannot touch
+	// the host's cgroups (NobodySandbox). nil runs it as it is: only for
+	// tests of this package, whose fixtures touch nothing.
+	Sandbox func(cmd *exec.Cmd) (*exec.Cmd, error)
+	// VetOnly names packages whose upstream test files are compiled and
+	// vetted but not run, with the reason (they need root and a runsc
+	// binary: make upstream-tests runs them in VMs). The tests the
+	// series adds in new files of those packages still run.
+	VetOnly map[string]string
+	// BuildTargets are built in every row besides the touched packages
+	// (default ./runsc/...).
+	BuildTargets []string
+}
+
+// UpstreamVetOnly is what make upstream-check passes as VetOnly.
+var UpstreamVetOnly = map[string]string{
+	"runsc/container": "upstream's tests there start sandboxes (their TestMain needs a runsc binary and root): make upstream-tests runs them in the VMs",
+}
+
+// Report is what Check found.
+type Report struct {
+	Master TreeInfo `json:"master"`
+	Go     TreeInfo `json:"go"`
+	// BaseFailures are unit tests (package: tests) that already fail on
+	// the go tree without any patch; a row is not failed for them.
+	BaseFailures map[string][]string `json:"base_failures,omitempty"`
+	VetOnly      map[string]string   `json:"vet_only,omitempty"`
+	Verdicts     []Verdict           `json:"verdicts"`
+	Seconds      float64             `json:"seconds"`
+}
+
+// Failed lists the pull requests that fail.
+func (r *Report) Failed() []string {
+	var out []string
+	for _, v := range r.Verdicts {
+		if !v.OK() {
+			out = append(out, v.PR)
+		}
+	}
+	return out
 }
 
 // gitEnv gives the scratch commits a fixed identity: git am keeps each
@@ -39,12 +105,14 @@ var gitEnv = []string{
 	"GIT_COMMITTER_NAME=upstream-check", "GIT_COMMITTER_EMAIL=upstream-check@localhost",
 	"GIT_AUTHOR_NAME=upstream-check", "GIT_AUTHOR_EMAIL=upstream-check@localhost",
 	"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+	// Fixed dates: the same tree and patches make the same commits.
+	"GIT_COMMITTER_DATE=2000-01-01T00:00:00Z", "GIT_AUTHOR_DATE=2000-01-01T00:00:00Z",
 }
 
 func run(dir string, env []string, name string, args ...string) (string, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), env...), gitEnv...)
+	cmd.Env = append(append(os.Environ(), gitEnv...), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -56,8 +124,13 @@ func run(dir string, env []string, name string, args ...string) (string, error) 
 
 func gitIn(dir string, args ...string) (string, error) { return run(dir, nil, "git", args...) }
 
+func gitLine(dir string, args ...string) (string, error) {
+	out, err := gitIn(dir, args...)
+	return strings.TrimSpace(out), err
+}
+
 // goEnv: runsc has no cgo, and the go command must not switch toolchains
-// or write go.mod behind our back.
+// or write go.mod behind our back. Modules come from the proxy.
 var goEnv = []string{"CGO_ENABLED=0", "GOFLAGS=-mod=readonly", "GOTOOLCHAIN=local"}
 
 func goIn(dir string, args ...string) (string, error) { return run(dir, goEnv, "go", args...) }
@@ -65,206 +138,415 @@ func goIn(dir string, args ...string) (string, error) { return run(dir, goEnv, "
 // checker holds the prepared trees.
 type checker struct {
 	CheckConfig
-	master   string // the scratch clone
-	base     string // the commit checks start from (Base, minus missing blobs)
-	goTree   string
-	canGo    map[string]bool   // package -> the go command can vet it on master
-	whyNot   map[string]string // package -> why not
-	prepared bool
+	master, goTree, bin string
+	masterBase, goBase  string // the commits every row starts from
+	pkgs                []string
+	baseFailures        map[string][]string // checkBase's k.failed
+	failed              map[string][]string // the last test step's failures: package -> tests
+	hard                bool                // the last test step failed to compile or to start
+	vetFindings         map[string]int      // the last vet step's findings: "file: message" -> count
+	vetHard             bool                // the last vet step failed to type-check
+	baseVet             map[string]int      // checkBase's vetFindings
+	inBase              bool                // checkBase is running: its findings are the baseline
+	step, steps         int
 }
 
-// Check runs every pull request's checks and returns the verdicts in series
-// order. An error means a tree could not be prepared; a check that fails is
-// a verdict, not an error.
-func Check(c CheckConfig) ([]Verdict, error) {
+// Check runs every pull request's rows and returns the report, verdicts in
+// series order. An error means a tree could not be made, or the go tree
+// does not build or vet before any patch; a row that fails is a verdict,
+// not an error.
+func Check(c CheckConfig) (*Report, error) {
+	start := time.Now()
 	if c.Base == "" {
 		c.Base = "HEAD"
 	}
-	k := &checker{CheckConfig: c, canGo: map[string]bool{}, whyNot: map[string]string{}}
-	if err := k.prepareMaster(); err != nil {
+	if c.GoRef == "" {
+		c.GoRef = "go"
+	}
+	k := &checker{CheckConfig: c}
+	for _, pr := range c.Series.PRs {
+		for _, p := range goPackages(changes(pr.Patches)) {
+			if !slices.Contains(k.pkgs, p) {
+				k.pkgs = append(k.pkgs, p)
+			}
+		}
+	}
+	sort.Strings(k.pkgs)
+	rep := &Report{VetOnly: map[string]string{}}
+	var err error
+	if rep.Master, err = k.prepareMaster(); err != nil {
 		return nil, err
 	}
-	if err := k.probe(); err != nil {
+	if rep.Go, err = k.prepareGo(rep.Master.Upstream); err != nil {
 		return nil, err
 	}
-	var out []Verdict
+	for p, why := range c.VetOnly {
+		if slices.Contains(k.pkgs, p) {
+			rep.VetOnly[p] = why
+		}
+	}
+	if err := k.checkBase(); err != nil {
+		return nil, err
+	}
+	rep.BaseFailures = k.baseFailures
+	for _, pr := range c.Series.PRs {
+		k.steps++
+		if !sameNames(c.Series.Needs(pr.Name), c.Series.Before(pr.Name)) {
+			k.steps++
+		}
+	}
 	for _, pr := range c.Series.PRs {
 		needs := c.Series.Needs(pr.Name)
 		before := c.Series.Before(pr.Name)
 		v := Verdict{PR: pr.Name, After: pr.After}
-		v.Alone = k.check("alone", pr, needs)
-		v.SameAsAlone = slices.EqualFunc(needs, before, func(a, b runscbuild.PR) bool { return a.Name == b.Name })
+		v.Alone = k.row("alone", pr, needs)
+		v.SameAsAlone = sameNames(needs, before)
 		if !v.SameAsAlone {
-			v.InOrder = k.check("in-order", pr, before)
+			r := k.row("in-order", pr, before)
+			v.InOrder = &r
 		}
 		fmt.Fprintf(c.Log, "upstream-check: %s\n", v.Line())
-		out = append(out, v)
+		rep.Verdicts = append(rep.Verdicts, v)
 	}
-	return out, nil
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+func sameNames(a, b []runscbuild.PR) bool {
+	return slices.EqualFunc(a, b, func(x, y runscbuild.PR) bool { return x.Name == y.Name })
 }
 
 // prepareMaster clones Upstream into Work/master sharing its objects, and
 // makes the base commit: Base itself, or Base without the files whose
-// objects the checkout lacks (a partial mirror), which git am could not
-// write a tree over.
-func (k *checker) prepareMaster() error {
+// objects the repository lacks (a partial mirror), which git am could not
+// write a tree over. Only the master tree drops files: they are not Go.
+func (k *checker) prepareMaster() (TreeInfo, error) {
 	if _, err := gitIn(k.Upstream, "rev-parse", "--git-dir"); err != nil {
-		return fmt.Errorf("%s is not a git checkout of gVisor: %w", k.Upstream, err)
+		return TreeInfo{}, fmt.Errorf("%s is not a git repository of gVisor: %w", k.Upstream, err)
 	}
-	sha, err := gitIn(k.Upstream, "rev-parse", "--verify", k.Base+"^{commit}")
+	sha, err := gitLine(k.Upstream, "rev-parse", "--verify", k.Base+"^{commit}")
 	if err != nil {
-		return fmt.Errorf("base %q: %w", k.Base, err)
+		return TreeInfo{}, fmt.Errorf("base %q: %w", k.Base, err)
 	}
-	sha = strings.TrimSpace(sha)
+	info := TreeInfo{Name: "master", Upstream: sha, Commit: sha}
 	k.master = filepath.Join(k.Work, "master")
-	if err := os.RemoveAll(k.master); err != nil {
+	if err := k.clone(k.master); err != nil {
+		return info, err
+	}
+	missing, err := missingBlobs(k.master, sha)
+	if err != nil {
+		return info, err
+	}
+	if len(missing) > 0 {
+		for _, p := range missing {
+			if strings.HasSuffix(p, ".go") || path.Base(p) == "BUILD" {
+				return info, fmt.Errorf("master %s: %s lacks the blob of %s, which the checks need: fetch it (git -C %s fetch origin)", sha, k.Upstream, p, k.Upstream)
+			}
+		}
+		fmt.Fprintf(k.Log, "upstream-check: master: %s lacks the blobs of %d file(s) of %.12s; they are dropped from the master tree: %s\n",
+			k.Upstream, len(missing), sha, strings.Join(missing, " "))
+		if info.Commit, err = commitWithout(k.master, sha, missing); err != nil {
+			return info, err
+		}
+		info.Made = append(info.Made, "without "+strings.Join(missing, ", ")+" (blobs absent from "+k.Upstream+")")
+	}
+	if _, err := gitIn(k.master, "checkout", "-q", "-f", "-B", "check/base", info.Commit); err != nil {
+		return info, err
+	}
+	k.masterBase = info.Commit
+	fmt.Fprintf(k.Log, "upstream-check: master tree: %s (upstream %s, %s in %s), in %s\n", info.Commit, sha, k.Base, k.Upstream, k.master)
+	return info, nil
+}
+
+// clone makes dir a fresh clone of Upstream sharing its objects.
+func (k *checker) clone(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(k.Work, 0o755); err != nil {
 		return err
 	}
-	if _, err := gitIn(k.Work, "clone", "-q", "--shared", "--no-checkout", k.Upstream, k.master); err != nil {
-		return err
-	}
-	missing, err := missingBlobs(k.master, sha)
-	if err != nil {
-		return err
-	}
-	k.base = sha
-	if len(missing) > 0 {
-		fmt.Fprintf(k.Log, "upstream-check: note: the base tree names %d file(s) whose objects %s lacks (a partial mirror); they are dropped from the base commit: %s\n",
-			len(missing), k.Upstream, strings.Join(missing, " "))
-		if k.base, err = commitWithout(k.master, sha, missing); err != nil {
-			return err
-		}
-	}
-	if _, err := gitIn(k.master, "checkout", "-q", "-B", "check/base", k.base); err != nil {
-		return err
-	}
-	fmt.Fprintf(k.Log, "upstream-check: base %.12s (%s in %s), checked in the clone %s; %s is not touched\n", sha, k.Base, k.Upstream, k.master, k.Upstream)
-	return nil
+	_, err := gitIn(k.Work, "clone", "-q", "--shared", "--no-checkout", k.Upstream, dir)
+	return err
 }
 
-// missingBlobs lists the files of commit whose blobs are not in the object
-// store.
-func missingBlobs(repo, commit string) ([]string, error) {
-	out, err := gitIn(repo, "ls-tree", "-r", "-z", commit)
+// GoCommit finds the commit of branch goRef in repo that merges master
+// commit base into the go branch: the one with base among its parents.
+func GoCommit(repo, goRef, base string) (string, error) {
+	out, err := gitIn(repo, "rev-list", "--parents", "-n", "2000", goRef, "--")
+	if err != nil {
+		return "", fmt.Errorf("the go branch %q in %s: %w (fetch it: git -C %s fetch origin go:go)", goRef, repo, err, repo)
+	}
+	var newest string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 1 && slices.Contains(f[1:], base) {
+			return f[0], nil
+		}
+		if newest == "" && len(f) > 1 {
+			newest = f[len(f)-1] // the master it merged
+		}
+	}
+	return "", fmt.Errorf("no commit of %s in %s merges master %.12s into the go branch: the go command cannot build that master (it is newer than the go branch, or not on master); check on a master commit the go branch has, e.g. BASE=%.12s", goRef, repo, base, newest)
+}
+
+// prepareGo makes Work/go: the go branch's commit made from master, with
+// the files whose blobs the repository lacks taken from the pinned module,
+// plus master's tests of the touched packages and the test-only packages
+// they import.
+func (k *checker) prepareGo(masterSHA string) (TreeInfo, error) {
+	goSHA, err := GoCommit(k.Upstream, k.GoRef, masterSHA)
+	if err != nil {
+		return TreeInfo{}, err
+	}
+	info := TreeInfo{Name: "go", Upstream: goSHA, Commit: goSHA}
+	subject, _ := gitLine(k.Upstream, "log", "-1", "--format=%s", goSHA)
+	fmt.Fprintf(k.Log, "upstream-check: go tree: %s %q merges master %.12s\n", goSHA, subject, masterSHA)
+	k.goTree = filepath.Join(k.Work, "go")
+	k.bin = filepath.Join(k.Work, "bin")
+	if err := k.clone(k.goTree); err != nil {
+		return info, err
+	}
+	missing, err := missingBlobs(k.goTree, goSHA)
+	if err != nil {
+		return info, err
+	}
+	if len(missing) > 0 {
+		commit, made, err := k.fillFromModule(goSHA, missing)
+		if err != nil {
+			return info, err
+		}
+		info.Commit, info.Made = commit, append(info.Made, made...)
+	}
+	if _, err := gitIn(k.goTree, "checkout", "-q", "-f", "-B", "check/base", info.Commit); err != nil {
+		return info, err
+	}
+	commit, made, err := k.addMasterTests(masterSHA)
+	if err != nil {
+		return info, err
+	}
+	if commit != "" {
+		info.Commit, info.Made = commit, append(info.Made, made...)
+	}
+	k.goBase = info.Commit
+	fmt.Fprintf(k.Log, "upstream-check: go tree: %s, in %s\n", info.Commit, k.goTree)
+	for _, m := range info.Made {
+		fmt.Fprintf(k.Log, "upstream-check:   %s\n", m)
+	}
+	return info, nil
+}
+
+// fillFromModule commits goSHA's tree with the missing files' content
+// taken from the pinned module.
+func (k *checker) fillFromModule(goSHA string, missing []string) (string, []string, error) {
+	index := filepath.Join(k.goTree, ".git", "upstream-check.index")
+	defer os.Remove(index)
+	env := []string{"GIT_INDEX_FILE=" + index}
+	if _, err := run(k.goTree, env, "git", "read-tree", goSHA); err != nil {
+		return "", nil, err
+	}
+	var made []string
+	for _, p := range missing {
+		src := filepath.Join(k.Module.Dir, filepath.FromSlash(p))
+		if k.Module.Dir == "" {
+			return "", nil, fmt.Errorf("go commit %.12s: %s lacks the blob of %s, and no module was given to take it from", goSHA, k.Upstream, p)
+		}
+		if _, err := os.Stat(src); err != nil {
+			return "", nil, fmt.Errorf("go commit %.12s: %s lacks the blob of %s, and %s@%s has no such file either: %w", goSHA, k.Upstream, p, runscbuild.ModulePath, k.Module.Version, err)
+		}
+		want, err := gitLine(k.goTree, "rev-parse", goSHA+":"+p)
+		if err != nil {
+			return "", nil, err
+		}
+		blob, err := gitLine(k.goTree, "hash-object", "-w", "--no-filters", src)
+		if err != nil {
+			return "", nil, err
+		}
+		mode, err := gitLine(k.goTree, "ls-tree", "--format=%(objectmode)", goSHA, "--", p)
+		if err != nil {
+			return "", nil, err
+		}
+		if _, err := run(k.goTree, env, "git", "update-index", "--cacheinfo", mode+","+blob+","+p); err != nil {
+			return "", nil, err
+		}
+		same := "the same blob"
+		if blob != want {
+			same = fmt.Sprintf("blob %.12s, where the go commit names %.12s", blob, want)
+		}
+		made = append(made, fmt.Sprintf("%s from %s@%s (%s): %s lacks it", p, runscbuild.ModulePath, k.Module.Version, same, k.Upstream))
+	}
+	tree, err := run(k.goTree, env, "git", "write-tree")
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := gitLine(k.goTree, "commit-tree", strings.TrimSpace(tree), "-p", goSHA, "-m", "upstream-check: files the repository lacks, from the pinned module\n\n"+strings.Join(made, "\n"))
+	return c, made, err
+}
+
+// addMasterTests checks out master's _test.go files (and testdata) of the
+// touched packages into the go tree, then every package they import that
+// the go branch lacks (test-only packages: master's non-test files of that
+// folder), until the go command finds every import; and commits them.
+func (k *checker) addMasterTests(masterSHA string) (string, []string, error) {
+	var files, testPkgs, left []string
+	for _, pkg := range k.pkgs {
+		out, err := gitIn(k.goTree, "ls-tree", "--format=%(objecttype) %(path)", masterSHA, "--", pkg+"/")
+		if err != nil {
+			return "", nil, err
+		}
+		name, err := packageName(filepath.Join(k.goTree, filepath.FromSlash(pkg)))
+		if err != nil {
+			return "", nil, err
+		}
+		n := 0
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			typ, p, _ := strings.Cut(l, " ")
+			if typ == "blob" && strings.HasSuffix(p, "_test.go") {
+				// Bazel lets a test file of a folder be a package of
+				// its own; the go command does not.
+				src, err := gitIn(k.goTree, "show", masterSHA+":"+p)
+				if err != nil {
+					return "", nil, err
+				}
+				if got := clause(src); name != "" && got != name && got != name+"_test" {
+					left = append(left, fmt.Sprintf("%s (package %s, Bazel only)", p, got))
+					continue
+				}
+			}
+			if (typ == "blob" && strings.HasSuffix(p, "_test.go")) || (typ == "tree" && path.Base(p) == "testdata") {
+				files = append(files, p)
+				n++
+			}
+		}
+		if n > 0 {
+			testPkgs = append(testPkgs, pkg)
+		}
+	}
+	if len(files) == 0 {
+		return "", nil, nil
+	}
+	if _, err := gitIn(k.goTree, append([]string{"checkout", masterSHA, "--"}, files...)...); err != nil {
+		return "", nil, err
+	}
+	var added []string
+	for round := 0; ; round++ {
+		missing, err := k.missingImports()
+		if err != nil {
+			return "", nil, err
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if round == 20 {
+			return "", nil, fmt.Errorf("master's tests still import packages the go tree lacks after 20 rounds: %s", strings.Join(missing, " "))
+		}
+		for _, dir := range missing {
+			out, err := gitIn(k.goTree, "ls-tree", "--format=%(objecttype) %(path)", masterSHA, "--", dir+"/")
+			if err != nil {
+				return "", nil, err
+			}
+			var fs []string
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				typ, p, _ := strings.Cut(l, " ")
+				if typ == "blob" && !strings.HasSuffix(p, "_test.go") && path.Base(p) != "BUILD" {
+					fs = append(fs, p)
+				}
+			}
+			if len(fs) == 0 {
+				return "", nil, fmt.Errorf("master's tests import %s, which neither the go branch nor master %.12s has", dir, masterSHA)
+			}
+			if _, err := gitIn(k.goTree, append([]string{"checkout", masterSHA, "--"}, fs...)...); err != nil {
+				return "", nil, err
+			}
+			added = append(added, dir)
+		}
+	}
+	// The go branch's go.sum covers what its own packages import; the
+	// tests may import more (modules already in go.mod): their sums come
+	// from the module proxy.
+	if _, err := run(k.goTree, []string{"GOFLAGS=-mod=mod"}, "go", append([]string{"list", "-e", "-deps", "-test"}, dotSlash(k.pkgs)...)...); err != nil {
+		return "", nil, err
+	}
+	sums, err := gitIn(k.goTree, "diff", "--numstat", "--", "go.mod", "go.sum")
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := gitIn(k.goTree, "add", "-A"); err != nil {
+		return "", nil, err
+	}
+	made := []string{fmt.Sprintf("master %.12s's _test.go and testdata of %s", masterSHA, strings.Join(testPkgs, " "))}
+	if len(left) > 0 {
+		made = append(made, "left out: "+strings.Join(left, ", "))
+	}
+	if len(added) > 0 {
+		sort.Strings(added)
+		made = append(made, fmt.Sprintf("master %.12s's test-only packages those tests import: %s", masterSHA, strings.Join(added, " ")))
+	}
+	for _, l := range strings.Split(strings.TrimSpace(sums), "\n") {
+		if f := strings.Fields(l); len(f) == 3 {
+			made = append(made, fmt.Sprintf("%s: +%s -%s lines for the modules those tests import (from the module proxy)", f[2], f[0], f[1]))
+		}
+	}
+	if _, err := gitIn(k.goTree, "commit", "-q", "--no-verify", "-m", "upstream-check: master's tests of the touched packages\n\n"+strings.Join(made, "\n")); err != nil {
+		return "", nil, err
+	}
+	c, err := gitLine(k.goTree, "rev-parse", "HEAD")
+	return c, made, err
+}
+
+// missingImports lists the folders of the tree's own module (gVisor's)
+// packages that the touched packages or their tests import and the go
+// tree lacks.
+func (k *checker) missingImports() ([]string, error) {
+	out, err := goIn(k.goTree, append([]string{"list", "-e", "-deps", "-test", "-f", "{{.ImportPath}}"}, dotSlash(k.pkgs)...)...)
 	if err != nil {
 		return nil, err
 	}
-	var shas, paths []string
-	for _, entry := range strings.Split(out, "\x00") {
-		meta, p, ok := strings.Cut(entry, "\t")
-		f := strings.Fields(meta)
-		if !ok || len(f) != 3 || f[1] != "blob" {
-			continue
-		}
-		shas = append(shas, f[2])
-		paths = append(paths, p)
-	}
-	cmd := exec.Command("git", "cat-file", "--batch-check=%(objectname) %(objecttype)")
-	cmd.Dir = repo
-	cmd.Stdin = strings.NewReader(strings.Join(shas, "\n") + "\n")
-	res, err := cmd.Output()
+	mod, err := goIn(k.goTree, "list", "-m", "-f", "{{.Path}}")
 	if err != nil {
-		return nil, fmt.Errorf("git cat-file --batch-check in %s: %w", repo, err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(res)), "\n")
-	if len(lines) != len(shas) {
-		return nil, fmt.Errorf("git cat-file answered %d lines for %d objects", len(lines), len(shas))
+		return nil, err
 	}
 	var missing []string
-	for i, l := range lines {
-		if strings.HasSuffix(l, " missing") {
-			missing = append(missing, paths[i])
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		ip, _, _ := strings.Cut(strings.TrimSpace(l), " ")
+		rel, ok := strings.CutPrefix(ip, strings.TrimSpace(mod)+"/")
+		if !ok || strings.HasSuffix(rel, ".test") || strings.HasSuffix(rel, "_test") || slices.Contains(missing, rel) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(k.goTree, filepath.FromSlash(rel))); os.IsNotExist(err) {
+			missing = append(missing, rel)
 		}
 	}
 	return missing, nil
 }
 
-// commitWithout commits commit's tree minus paths, through a temporary
-// index, and returns the new commit.
-func commitWithout(repo, commit string, paths []string) (string, error) {
-	index := filepath.Join(repo, ".git", "upstream-check.index")
-	defer os.Remove(index)
-	env := []string{"GIT_INDEX_FILE=" + index}
-	if _, err := run(repo, env, "git", "read-tree", commit); err != nil {
-		return "", err
+// checkBase builds, vets and tests the go tree before any patch: a tree
+// that does not build or vet on its own cannot judge a pull request. Tests
+// that already fail are recorded, and no row fails for them.
+func (k *checker) checkBase() error {
+	fmt.Fprintf(k.Log, "upstream-check: go tree %.12s before any patch: build, vet, test (the first build is the cold one)\n", k.goBase)
+	var r Result
+	r.Packages = k.pkgs
+	k.inBase = true
+	k.goSteps("base", &r)
+	k.inBase = false
+	switch {
+	case k.hard:
+		return fmt.Errorf("the go tree %s cannot run its unit tests before any patch: %s", k.goBase, r.Test.Detail)
+	case !r.Build.OK:
+		return fmt.Errorf("the go tree %s does not build before any patch, so no pull request can be judged on it:\n%s", k.goBase, r.Build.Detail)
+	case k.vetHard:
+		return fmt.Errorf("the go tree %s does not vet before any patch, so no pull request can be judged on it:\n%s", k.goBase, r.Vet.Detail)
 	}
-	if _, err := run(repo, env, "git", append([]string{"rm", "-q", "--cached", "--"}, paths...)...); err != nil {
-		return "", err
+	k.baseFailures = k.failed
+	k.baseVet = k.vetFindings
+	if len(k.baseVet) > 0 {
+		fmt.Fprintf(k.Log, "upstream-check: go vet findings before any patch (a row fails only for more of them): %d kinds\n", len(k.baseVet))
 	}
-	tree, err := run(repo, env, "git", "write-tree")
-	if err != nil {
-		return "", err
-	}
-	msg := "upstream-check: drop files missing from the object store\n\n" + strings.Join(paths, "\n")
-	c, err := gitIn(repo, "commit-tree", strings.TrimSpace(tree), "-p", commit, "-m", msg)
-	return strings.TrimSpace(c), err
-}
-
-// probe asks, on the untouched base, whether the go command can vet each
-// package the series touches (vet compiles the package and its tests).
-// gVisor master builds with Bazel: packages that need generated sources
-// fail here and are checked on the go branch instead.
-func (k *checker) probe() error {
-	var pkgs []string
-	for _, pr := range k.Series.PRs {
-		for _, p := range goPackages(changes(pr.Patches)) {
-			if !slices.Contains(pkgs, p) {
-				pkgs = append(pkgs, p)
-			}
-		}
-	}
-	sort.Strings(pkgs)
-	for _, pkg := range pkgs {
-		if _, err := os.Stat(filepath.Join(k.master, pkg)); err != nil {
-			k.whyNot[pkg] = "the package is new"
-			continue
-		}
-		if _, err := goIn(k.master, "vet", "./"+pkg); err != nil {
-			k.whyNot[pkg] = goError(err)
-			continue
-		}
-		k.canGo[pkg] = true
-	}
-	for _, pkg := range pkgs {
-		if k.canGo[pkg] {
-			fmt.Fprintf(k.Log, "upstream-check: %s: the go command vets it on master: build, vet and test run there\n", pkg)
-		} else {
-			fmt.Fprintf(k.Log, "upstream-check: %s: the go command cannot vet it on master (%s): build, vet and test run on the go branch\n", pkg, k.whyNot[pkg])
-		}
+	if len(k.baseFailures) > 0 {
+		fmt.Fprintf(k.Log, "upstream-check: unit tests that fail before any patch (no row fails for them): %v\n", k.baseFailures)
 	}
 	return nil
-}
-
-// goError keeps the first compiler line of a go command failure.
-func goError(err error) string {
-	for _, l := range strings.Split(err.Error(), "\n")[1:] {
-		l = strings.TrimSpace(l)
-		if l != "" && !strings.HasPrefix(l, "#") {
-			return l
-		}
-	}
-	return firstLine(err.Error())
-}
-
-// goBranchTree prepares Work/go-branch once per run (and reuses it across
-// runs while the module version holds).
-func (k *checker) goBranchTree() (string, error) {
-	if k.prepared {
-		return k.goTree, nil
-	}
-	tree := filepath.Join(k.Work, "go-branch")
-	if v, err := runscbuild.TreeVersion(tree); err != nil || v != k.GoBranch.Version {
-		fmt.Fprintf(k.Log, "upstream-check: copying %s@%s into %s\n", runscbuild.ModulePath, k.GoBranch.Version, tree)
-		if err := runscbuild.PrepareTree(k.GoBranch, tree, nil, io.Discard); err != nil {
-			return "", err
-		}
-	}
-	fmt.Fprintf(k.Log, "upstream-check: go branch: %s@%s in %s (BUILD hunks excluded)\n", runscbuild.ModulePath, k.GoBranch.Version, tree)
-	k.goTree, k.prepared = tree, true
-	return tree, nil
 }
 
 // change is a file a set of patches touches.
@@ -301,113 +583,161 @@ func goPackages(cs []change) []string {
 	return pkgs
 }
 
-// check applies needs and then pr to fresh trees and checks pr's changes.
-func (k *checker) check(kind string, pr runscbuild.PR, needs []runscbuild.PR) Result {
-	r := Result{Trees: map[string]Tree{}}
+func patchRefs(patches []runscbuild.Patch) []PatchRef {
+	var out []PatchRef
+	for _, p := range patches {
+		ref := PatchRef{Name: p.Name}
+		if data, err := os.ReadFile(p.Path); err == nil {
+			sum := sha256.Sum256(data)
+			ref.SHA256 = hex.EncodeToString(sum[:])
+		}
+		out = append(out, ref)
+	}
+	return out
+}
+
+// row applies needs and then pr to both trees and checks pr's changes.
+func (k *checker) row(kind string, pr runscbuild.PR, needs []runscbuild.PR) Result {
+	start := time.Now()
+	k.step++
+	all := runscbuild.PatchesOf(append(slices.Clone(needs), pr)...)
+	r := Result{Patches: patchRefs(all)}
 	for _, n := range needs {
 		r.Needs = append(r.Needs, n.Name)
 	}
-	branch := "check/" + kind + "/" + pr.Name
-	fmt.Fprintf(k.Log, "upstream-check: %s %s: branch %s in %s\n", pr.Name, kind, branch, k.master)
-	if _, err := gitIn(k.master, "checkout", "-q", "-f", "-B", branch, k.base); err != nil {
-		r.DepsFailed = "(checkout: " + firstLine(err.Error()) + ")"
-		return r
-	}
-	_, _ = gitIn(k.master, "clean", "-q", "-f", "-d", "-x")
-	for _, n := range needs {
-		if detail := am(k.master, n.Patches); detail != "" {
-			r.DepsFailed = n.Name
-			k.detail(pr.Name, kind, "dependency "+n.Name+" does not apply", detail)
-			return r
-		}
-	}
-	if detail := am(k.master, pr.Patches); detail != "" {
-		r.ApplyDetail = detail
-		k.detail(pr.Name, kind, "git am", detail)
-		return r
-	}
-	r.Applied = true
 	cs := changes(pr.Patches)
-	r.Gofmt = k.gofmt(cs)
-	r.BazelSrcs = k.bazelSrcs(cs)
-	r.OwnTest = ownTest(cs)
-	pkgs := goPackages(cs)
-	var onMaster, onGo []string
-	for _, p := range pkgs {
-		if k.canGo[p] {
-			r.Trees[p] = Master
-			onMaster = append(onMaster, "./"+p)
-		} else {
-			r.Trees[p] = GoBranch
-			onGo = append(onGo, "./"+p)
-		}
+	r.Packages = goPackages(cs)
+	label := fmt.Sprintf("[%d/%d] %s %s", k.step, k.steps, pr.Name, kind)
+	fmt.Fprintf(k.Log, "upstream-check: %s: %d patches (%s)\n", label, len(all), strings.Join(append(slices.Clone(r.Needs), pr.Name), " "))
+
+	// master: where upstream reviews it.
+	branch := "check/" + kind + "/" + pr.Name
+	r.MasterApply = k.apply(k.master, k.masterBase, branch, all, nil)
+	if r.MasterApply.OK {
+		r.Gofmt = k.gofmt(cs)
+		r.BazelSrcs = k.bazelSrcs(cs)
+		r.OwnTest = ownTest(cs)
+	} else {
+		k.detail(label, "git am on master", r.MasterApply.Detail)
 	}
-	if len(onGo) > 0 {
-		tree, err := k.goBranchTree()
-		if err == nil {
-			err = runscbuild.ResetTree(tree, runscbuild.PatchesOf(append(slices.Clone(needs), pr)...), io.Discard)
-		}
-		if err != nil {
-			r.GoBranchDetail = err.Error()
-			k.detail(pr.Name, kind, "go branch", r.GoBranchDetail)
-		} else {
-			r.GoBranchApplied = true
-		}
+	fmt.Fprintf(k.Log, "upstream-check: %s: master %.12s: am %s gofmt %s bazel-srcs %s own-test %s\n", label, k.masterBase,
+		r.MasterApply.word(), r.Gofmt.word(), r.BazelSrcs.word(), r.OwnTest.word())
+
+	// go: where it must build.
+	r.GoApply = k.apply(k.goTree, k.goBase, "", all, []string{"--exclude=BUILD", "--exclude=*/BUILD"})
+	if !r.GoApply.OK {
+		k.detail(label, "git am on the go tree", r.GoApply.Detail)
+	} else {
+		k.goSteps(label, &r)
+		r.Test = k.judgeTests(r.Test)
 	}
-	if len(pkgs) == 0 {
-		return r
-	}
-	type group struct {
-		dir  string
-		pkgs []string
-	}
-	var groups []group
-	if len(onMaster) > 0 {
-		groups = append(groups, group{k.master, onMaster})
-	}
-	if len(onGo) > 0 && r.GoBranchApplied {
-		groups = append(groups, group{k.goTree, onGo})
-	}
-	if len(groups) == 0 {
-		return r
-	}
-	r.Build, r.Vet, r.Test = Step{Ran: true, OK: true}, Step{Ran: true, OK: true}, Step{Ran: true, OK: true}
-	for _, g := range groups {
-		for _, s := range []struct {
-			step *Step
-			args []string
-		}{
-			{&r.Build, append([]string{"build"}, g.pkgs...)},
-			{&r.Vet, append([]string{"vet"}, g.pkgs...)},
-			{&r.Test, append([]string{"test", "-count=1"}, g.pkgs...)},
-		} {
-			if _, err := goIn(g.dir, s.args...); err != nil {
-				s.step.OK = false
-				s.step.Detail += err.Error() + "\n"
-				k.detail(pr.Name, kind, "go "+s.args[0], err.Error())
-			}
-		}
-	}
+	r.Seconds = time.Since(start).Seconds()
+	fmt.Fprintf(k.Log, "upstream-check: %s: go %.12s: am %s build %s vet %s test %s (%.0fs)\n", label, k.goBase,
+		r.GoApply.word(), r.Build.word(), r.Vet.word(), r.Test.word(), r.Seconds)
 	return r
 }
 
-func (k *checker) detail(pr, kind, what, detail string) {
-	fmt.Fprintf(k.Log, "upstream-check: %s %s: %s failed:\n", pr, kind, what)
-	for _, l := range strings.Split(strings.TrimSpace(detail), "\n") {
-		fmt.Fprintf(k.Log, "    %s\n", l)
+// apply checks out base in dir (on branch, or detached when branch is "")
+// and applies patches one at a time with git am.
+func (k *checker) apply(dir, base, branch string, patches []runscbuild.Patch, amArgs []string) Step {
+	co := []string{"checkout", "-q", "-f", "--detach", base}
+	if branch != "" {
+		co = []string{"checkout", "-q", "-f", "-B", branch, base}
+	}
+	_, _ = gitIn(dir, "am", "--abort")
+	if _, err := gitIn(dir, co...); err != nil {
+		return Step{Ran: true, Note: "checkout failed", Detail: err.Error()}
+	}
+	if _, err := gitIn(dir, "clean", "-q", "-f", "-d", "-x"); err != nil {
+		return Step{Ran: true, Note: "clean failed", Detail: err.Error()}
+	}
+	for _, p := range patches {
+		if _, err := gitIn(dir, append(append([]string{"am", "-q"}, amArgs...), p.Path)...); err != nil {
+			_, _ = gitIn(dir, "am", "--abort")
+			return Step{Ran: true, Note: p.Name + ": " + failingLines(err.Error()), Detail: err.Error()}
+		}
+	}
+	return Step{Ran: true, OK: true}
+}
+
+// goSteps builds, vets and tests r.Packages in the go tree as it is, under
+// the build lock. A step that fails stops the next ones.
+func (k *checker) goSteps(label string, r *Result) {
+	if k.Lock != nil {
+		unlock, err := k.Lock()
+		if err != nil {
+			r.Build = Step{Ran: true, Note: "build lock: " + err.Error(), Detail: err.Error()}
+			return
+		}
+		defer unlock()
+	}
+	targets := slices.Clone(k.BuildTargets)
+	if len(targets) == 0 {
+		targets = []string{"./runsc/..."}
+	}
+	shim := false
+	for _, p := range r.Packages {
+		if !slices.Contains(targets, "./"+p) && !strings.HasPrefix(p, "runsc/") {
+			targets = append(targets, "./"+p)
+		}
+		shim = shim || strings.HasPrefix(p, "pkg/shim/")
+	}
+	if shim {
+		targets = append(targets, "./shim/...")
+	}
+	timed := func(what string, f func() Step) Step {
+		t := time.Now()
+		fmt.Fprintf(k.Log, "upstream-check: %s: go %s\n", label, what)
+		s := f()
+		fmt.Fprintf(k.Log, "upstream-check: %s: go %s: %s (%.0fs)\n", label, what, s.word(), time.Since(t).Seconds())
+		return s
+	}
+	r.Build = timed("build "+strings.Join(targets, " "), func() Step { return goStep(k.goTree, append([]string{"build"}, targets...)...) })
+	if !r.Build.OK {
+		k.detail(label, "go build", r.Build.Detail)
+		return
+	}
+	if len(r.Packages) == 0 {
+		return
+	}
+	var pkgs []string
+	for _, p := range r.Packages {
+		pkgs = append(pkgs, "./"+p)
+	}
+	r.Vet = timed("vet "+strings.Join(pkgs, " "), func() Step { return k.vet(pkgs) })
+	if !r.Vet.OK {
+		k.detail(label, "go vet", r.Vet.Detail)
+		return
+	}
+	r.Test = timed("test "+strings.Join(pkgs, " "), func() Step { return k.test(label, r.Packages) })
+	if !r.Test.OK {
+		k.detail(label, "unit tests", r.Test.Detail)
 	}
 }
 
-// am applies patches one at a time; on failure it aborts and returns the
-// patch's name and git's explanation.
-func am(dir string, patches []runscbuild.Patch) string {
-	for _, p := range patches {
-		if _, err := gitIn(dir, "am", "-q", p.Path); err != nil {
-			_, _ = gitIn(dir, "am", "--abort")
-			return p.Name + ": " + failingLines(err.Error())
+func goStep(dir string, args ...string) Step {
+	if _, err := goIn(dir, args...); err != nil {
+		return Step{Ran: true, Note: goError(err), Detail: err.Error()}
+	}
+	return Step{Ran: true, OK: true}
+}
+
+// goError keeps the first compiler line of a go command failure.
+func goError(err error) string {
+	for _, l := range strings.Split(err.Error(), "\n")[1:] {
+		l = strings.TrimSpace(l)
+		if l != "" && !strings.HasPrefix(l, "#") {
+			return l
 		}
 	}
-	return ""
+	return firstLine(err.Error())
+}
+
+func (k *checker) detail(label, what, detail string) {
+	fmt.Fprintf(k.Log, "upstream-check: %s: %s failed:\n", label, what)
+	for _, l := range strings.Split(strings.TrimSpace(detail), "\n") {
+		fmt.Fprintf(k.Log, "    %s\n", l)
+	}
 }
 
 // failingLines keeps git am's "error:" lines.
@@ -494,4 +824,160 @@ func ownTest(cs []change) Step {
 		n = "1 test file"
 	}
 	return Step{Ran: true, OK: true, Note: n}
+}
+
+// marshalIndent is json.MarshalIndent with a final newline.
+func marshalIndent(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	return append(b, '\n'), err
+}
+
+// missingBlobs lists the files of commit whose blobs are not in the object
+// store.
+func missingBlobs(repo, commit string) ([]string, error) {
+	out, err := gitIn(repo, "ls-tree", "-r", "-z", commit)
+	if err != nil {
+		return nil, err
+	}
+	var shas, paths []string
+	for _, entry := range strings.Split(out, "\x00") {
+		meta, p, ok := strings.Cut(entry, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 3 || f[1] != "blob" {
+			continue
+		}
+		shas = append(shas, f[2])
+		paths = append(paths, p)
+	}
+	cmd := exec.Command("git", "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	cmd.Dir = repo
+	cmd.Stdin = strings.NewReader(strings.Join(shas, "\n") + "\n")
+	res, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git cat-file --batch-check in %s: %w", repo, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(res)), "\n")
+	if len(lines) != len(shas) {
+		return nil, fmt.Errorf("git cat-file answered %d lines for %d objects", len(lines), len(shas))
+	}
+	var missing []string
+	for i, l := range lines {
+		if strings.HasSuffix(l, " missing") {
+			missing = append(missing, paths[i])
+		}
+	}
+	return missing, nil
+}
+
+// commitWithout commits commit's tree minus paths, through a temporary
+// index, and returns the new commit.
+func commitWithout(repo, commit string, paths []string) (string, error) {
+	index := filepath.Join(repo, ".git", "upstream-check.index")
+	defer os.Remove(index)
+	env := []string{"GIT_INDEX_FILE=" + index}
+	if _, err := run(repo, env, "git", "read-tree", commit); err != nil {
+		return "", err
+	}
+	if _, err := run(repo, env, "git", append([]string{"rm", "-q", "--cached", "--"}, paths...)...); err != nil {
+		return "", err
+	}
+	tree, err := run(repo, env, "git", "write-tree")
+	if err != nil {
+		return "", err
+	}
+	msg := "upstream-check: drop files missing from the object store\n\n" + strings.Join(paths, "\n")
+	c, err := gitIn(repo, "commit-tree", strings.TrimSpace(tree), "-p", commit, "-m", msg)
+	return strings.TrimSpace(c), err
+}
+
+// packageName is the package of the non-test Go files in dir ("" when it
+// has none, as for a package a patch adds).
+func packageName(dir string) (string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		if name := clause(string(b)); name != "" {
+			return name, nil
+		}
+	}
+	return "", nil
+}
+
+// clause is the package name of Go source src, "" when it has none.
+func clause(src string) string {
+	f, err := parser.ParseFile(token.NewFileSet(), "", src, parser.PackageClauseOnly)
+	if err != nil {
+		return ""
+	}
+	return f.Name.Name
+}
+
+func dotSlash(pkgs []string) []string {
+	var out []string
+	for _, p := range pkgs {
+		out = append(out, "./"+p)
+	}
+	return out
+}
+
+// vetFinding is one go vet diagnostic: "file:line:col: message".
+var vetFinding = regexp.MustCompile(`^([^\s:]+\.go):\d+:\d+: (.*)$`)
+
+// vet runs go vet on pkgs. Upstream vets with its own analyzers (nogo), so
+// its files draw findings from go vet's defaults: a row fails for the
+// findings (file and message, line numbers aside) that outnumber those
+// of the go tree before any patch, and for any error that is not a
+// finding (a package that does not type-check).
+func (k *checker) vet(pkgs []string) Step {
+	k.vetFindings, k.vetHard = map[string]int{}, false
+	out, err := goIn(k.goTree, append([]string{"vet"}, pkgs...)...)
+	if err == nil {
+		return Step{Ran: true, OK: true}
+	}
+	var other []string
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		if m := vetFinding.FindStringSubmatch(l); m != nil {
+			k.vetFindings[m[1]+": "+m[2]]++
+			continue
+		}
+		if l != "" && !strings.HasPrefix(l, "#") {
+			other = append(other, l)
+		}
+	}
+	if len(other) > 0 || len(k.vetFindings) == 0 {
+		k.vetHard = true
+		return Step{Ran: true, Note: goError(err), Detail: err.Error()}
+	}
+	if k.inBase {
+		n := 0
+		for _, c := range k.vetFindings {
+			n += c
+		}
+		return Step{Ran: true, OK: true, Note: fmt.Sprintf("%d findings before any patch", n)}
+	}
+	var fresh []string
+	known := 0
+	for f, n := range k.vetFindings {
+		if extra := n - k.baseVet[f]; extra > 0 {
+			fresh = append(fresh, fmt.Sprintf("%s (x%d)", f, extra))
+			known += n - extra
+		} else {
+			known += n
+		}
+	}
+	sort.Strings(fresh)
+	if len(fresh) > 0 {
+		return Step{Ran: true, Note: strings.Join(fresh, "; "), Detail: err.Error()}
+	}
+	return Step{Ran: true, OK: true, Note: fmt.Sprintf("%d findings, all on the go tree before any patch", known)}
 }

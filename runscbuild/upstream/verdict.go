@@ -6,28 +6,28 @@ package upstream
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
-// Tree names where a package was built, vetted and tested.
-type Tree string
-
-const (
-	// Master is the upstream checkout (Bazel's tree: BUILD files, but no
-	// generated Go sources, so most runsc packages do not build with go).
-	Master Tree = "master"
-	// GoBranch is the pinned gvisor.dev/gvisor module (the go branch:
-	// generated sources, no BUILD files), patched without BUILD hunks.
-	GoBranch Tree = "go-branch"
-)
+// TreeInfo names a tree a check ran on: the exact commit, and how it was
+// made from upstream's commits.
+type TreeInfo struct {
+	Name   string `json:"name"`   // "master" or "go"
+	Commit string `json:"commit"` // the commit every row of this tree starts from
+	// Upstream is the upstream commit it is made from (master's base, or
+	// the go branch's commit made from that base).
+	Upstream string `json:"upstream"`
+	// Made says, one line each, what the checker added to or removed
+	// from Upstream to make Commit (missing blobs, master's tests).
+	Made []string `json:"made,omitempty"`
+}
 
 // Step is one check's outcome.
 type Step struct {
-	Ran    bool   // false: not run (an earlier step failed, or nothing to check)
-	OK     bool   // meaningful when Ran
-	Note   string // short, for the verdict line: "2 files", "runsc/x.go"
-	Detail string // long, printed above the verdicts: the tool's output
+	Ran    bool   `json:"ran"`            // false: not run (an earlier step failed, or nothing to check)
+	OK     bool   `json:"ok"`             // meaningful when Ran
+	Note   string `json:"note,omitempty"` // short, for the verdict line: "2 files", "x.go:3: undefined: y"
+	Detail string `json:"-"`              // long, printed above the verdicts: the tool's output
 }
 
 func (s Step) word() string {
@@ -44,37 +44,41 @@ func (s Step) word() string {
 	return "FAIL"
 }
 
-// Result is one check of a set of patches on both trees: the pull request's
-// own patches on top of Needs.
-type Result struct {
-	Needs []string // pull requests applied first, in order
-
-	// DepsFailed is the dependency whose patches did not apply; nothing
-	// else ran.
-	DepsFailed string
-	// Applied: the pull request's own patches applied with git am on
-	// master. ApplyDetail names the patch and hunk that did not.
-	Applied     bool
-	ApplyDetail string
-	// GoBranchApplied: the same set applied to the go-branch tree (BUILD
-	// hunks excluded); only needed when a package is checked there.
-	GoBranchApplied bool
-	GoBranchDetail  string
-
-	Gofmt     Step // gofmt -l over the Go files it adds or changes (master)
-	BazelSrcs Step // every Go file it adds is named in its folder's BUILD (master)
-	OwnTest   Step // it adds or changes a _test.go file when it changes Go code
-	Build     Step
-	Vet       Step
-	Test      Step
-
-	// Trees says where each touched package was built, vetted and tested.
-	Trees map[string]Tree
+// PatchRef is one patch file applied in a row, with the digest of its
+// bytes: the evidence names the exact patch it checked.
+type PatchRef struct {
+	Name   string `json:"name"` // NN-name/000N-subject.patch
+	SHA256 string `json:"sha256"`
 }
 
-// OK reports whether every check that applies passed.
+// Result is one row: a pull request's own patches on top of Needs, applied
+// to both trees. On master (Bazel's tree: BUILD files, no generated Go
+// sources) it is applied, gofmt'd and its BUILD entries checked; on the go
+// tree (the go branch made from that master, plus master's tests of the
+// touched packages) it is built, vetted and its unit tests run. There is no
+// other tree: what does not build there fails.
+type Result struct {
+	Needs   []string   `json:"needs"`   // pull requests applied first, in order
+	Patches []PatchRef `json:"patches"` // every patch applied, the needs' first
+
+	MasterApply Step `json:"master_apply"` // git am on master
+	Gofmt       Step `json:"gofmt"`        // gofmt -l over the Go files it adds or changes
+	BazelSrcs   Step `json:"bazel_srcs"`   // every Go file it adds is named in its folder's BUILD
+	OwnTest     Step `json:"own_test"`     // it adds or changes a _test.go file when it changes Go code
+
+	GoApply Step `json:"go_apply"` // git am on the go tree (BUILD hunks excluded: it has none)
+	Build   Step `json:"build"`    // go build ./runsc/... and the touched packages
+	Vet     Step `json:"vet"`      // go vet of the touched packages (tests included)
+	Test    Step `json:"test"`     // their unit tests, as nobody, with no host cgroupfs
+
+	Packages []string `json:"packages"` // the Go packages it touches
+	Seconds  float64  `json:"seconds"`  // the row's wall time
+}
+
+// OK reports whether the row passed: applied on both trees and every step
+// that applies passed.
 func (r Result) OK() bool {
-	if r.DepsFailed != "" || !r.Applied {
+	if !r.MasterApply.OK || !r.GoApply.OK {
 		return false
 	}
 	for _, s := range []Step{r.Gofmt, r.BazelSrcs, r.OwnTest, r.Build, r.Vet, r.Test} {
@@ -82,66 +86,20 @@ func (r Result) OK() bool {
 			return false
 		}
 	}
-	if r.usesGoBranch() && !r.GoBranchApplied {
-		return false
-	}
 	return true
 }
 
-func (r Result) usesGoBranch() bool {
-	for _, t := range r.Trees {
-		if t == GoBranch {
-			return true
-		}
-	}
-	return false
-}
-
-// where says which tree the go command ran on: "(go-branch)", "(master)",
-// or both with their packages.
-func (r Result) where() string {
-	by := map[Tree][]string{}
-	for pkg, t := range r.Trees {
-		by[t] = append(by[t], pkg)
-	}
-	switch len(by) {
-	case 0:
-		return ""
-	case 1:
-		for t := range by {
-			return "(" + string(t) + ")"
-		}
-	}
-	var parts []string
-	for _, t := range []Tree{Master, GoBranch} {
-		pkgs := by[t]
-		sort.Strings(pkgs)
-		parts = append(parts, string(t)+": "+strings.Join(pkgs, " "))
-	}
-	return "(" + strings.Join(parts, "; ") + ")"
-}
-
-// Summary is the result in one line: "applied gofmt ok ... (go-branch)".
+// Summary is the row in one line, per tree.
 func (r Result) Summary() string {
-	if r.DepsFailed != "" {
-		return "NOT applied: its dependency " + r.DepsFailed + " does not apply"
+	master := "am " + r.MasterApply.word()
+	if r.MasterApply.OK {
+		master += " gofmt " + r.Gofmt.word() + " bazel-srcs " + r.BazelSrcs.word() + " own-test " + r.OwnTest.word()
 	}
-	if !r.Applied {
-		return "NOT applied (" + firstLine(r.ApplyDetail) + ")"
+	goTree := "am " + r.GoApply.word()
+	if r.GoApply.OK {
+		goTree += " build " + r.Build.word() + " vet " + r.Vet.word() + " test " + r.Test.word()
 	}
-	parts := []string{"applied",
-		"gofmt " + r.Gofmt.word(),
-		"bazel-srcs " + r.BazelSrcs.word(),
-		"own-test " + r.OwnTest.word(),
-	}
-	if r.usesGoBranch() && !r.GoBranchApplied {
-		parts = append(parts, "go-branch NOT applied ("+firstLine(r.GoBranchDetail)+")")
-	}
-	parts = append(parts, "build "+r.Build.word(), "vet "+r.Vet.word(), "test "+r.Test.word())
-	if w := r.where(); w != "" {
-		parts = append(parts, w)
-	}
-	return strings.Join(parts, " ")
+	return "master: " + master + "; go: " + goTree
 }
 
 func firstLine(s string) string {
@@ -152,20 +110,20 @@ func firstLine(s string) string {
 	return s
 }
 
-// Verdict is a pull request's two checks.
+// Verdict is a pull request's two rows.
 type Verdict struct {
-	PR    string
-	After []string // as the series declares
-	Alone Result   // on top of what it needs
+	PR    string   `json:"pr"`
+	After []string `json:"after,omitempty"` // as the series declares
+	Alone Result   `json:"alone"`           // on top of what it needs
 	// InOrder is on top of every earlier pull request. SameAsAlone says
 	// the two sets of patches are the same, so it was not run twice.
-	InOrder     Result
-	SameAsAlone bool
+	InOrder     *Result `json:"in_order,omitempty"`
+	SameAsAlone bool    `json:"same_as_alone"`
 }
 
-// OK reports whether both checks passed.
+// OK reports whether both rows passed.
 func (v Verdict) OK() bool {
-	return v.Alone.OK() && (v.SameAsAlone || v.InOrder.OK())
+	return v.Alone.OK() && (v.SameAsAlone || (v.InOrder != nil && v.InOrder.OK()))
 }
 
 // Line is the one-line verdict.
@@ -176,10 +134,13 @@ func (v Verdict) Line() string {
 		fmt.Fprintf(&b, " (on %s)", strings.Join(v.Alone.Needs, " "))
 	}
 	fmt.Fprintf(&b, ": alone: %s | in order: ", v.Alone.Summary())
-	if v.SameAsAlone {
+	switch {
+	case v.SameAsAlone:
 		b.WriteString("same patches as alone")
-	} else {
+	case v.InOrder != nil:
 		b.WriteString(v.InOrder.Summary())
+	default:
+		b.WriteString("not run")
 	}
 	if v.OK() {
 		b.WriteString(" => PASS")

@@ -3,7 +3,7 @@
 // on an upstream checkout, and keeps the committed patches neutral.
 //
 //	upstream series -out DIR [-report report.json] [-author-name N -author-email E]
-//	upstream check -dir GVISOR [-base REV]
+//	upstream check -dir GVISOR [-base REV] [-go-ref BRANCH]
 //	upstream neutralize FILE...   # From: placeholder, one Assisted-by trailer
 //	upstream sync                 # WORKSPACE's patch list from patches/series
 //	upstream evidence [MATRIX-FLAG...]  # the matrix run behind the PR.md tables
@@ -31,7 +31,7 @@ import (
 func usage() {
 	fmt.Fprintf(os.Stderr, `usage:
   upstream [-repo DIR] series -out DIR [-report FILE] [-author-name NAME -author-email EMAIL]
-  upstream [-repo DIR] check -dir GVISOR-CHECKOUT [-base REV]
+  upstream [-repo DIR] check -dir GVISOR-REPOSITORY [-base REV] [-go-ref BRANCH]
   upstream [-repo DIR] neutralize PATCH-FILE...
   upstream [-repo DIR] sync
   upstream [-repo DIR] evidence [matrix flags, e.g. -modes v2 -jobs 1]
@@ -315,16 +315,19 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// cmdCheck checks every pull request alone and in order on an upstream
-// checkout, and exits non-zero unless all pass.
+// cmdCheck checks every pull request alone and in order on upstream master
+// and on the go branch made from it, writes out/upstream-check/report.md
+// and report.json, and exits non-zero unless all pass.
 func cmdCheck(root string, args []string) error {
 	fs := flag.NewFlagSet("check", flag.ExitOnError)
-	dir := fs.String("dir", "", "a gVisor git checkout (only read: the checks run in a clone under -work)")
-	base := fs.String("base", "HEAD", "the commit of -dir to check on")
-	work := fs.String("work", filepath.Join(root, "work", "upstream-check"), "scratch folder for the clone and the go-branch tree")
+	dir := fs.String("dir", "", "a gVisor git repository, checkout or bare mirror, with master and the go branch (only read: the checks run in clones under -work)")
+	base := fs.String("base", "HEAD", "the master commit of -dir to check on")
+	goRef := fs.String("go-ref", "go", "the branch of -dir whose commits merge master into the go branch")
+	work := fs.String("work", filepath.Join(root, "work", "upstream-check"), "scratch folder for the two trees and the test binaries")
+	out := fs.String("out", filepath.Join(root, "out", "upstream-check"), "folder for report.md and report.json")
 	fs.Parse(args)
 	if *dir == "" || fs.NArg() > 0 {
-		return fmt.Errorf("usage: upstream check -dir GVISOR-CHECKOUT [-base REV]")
+		return fmt.Errorf("usage: upstream check -dir GVISOR-REPOSITORY [-base REV] [-go-ref BRANCH]")
 	}
 	abs, err := filepath.Abs(*dir)
 	if err != nil {
@@ -334,35 +337,37 @@ func cmdCheck(root string, args []string) error {
 	if err != nil {
 		return err
 	}
+	m, err := runscbuild.ResolveModule(root)
+	if err != nil {
+		return err
+	}
+	// One upstream-check at a time in -work; the go commands of each row
+	// also take the build lock of work/, which make runsc takes.
 	unlock, err := runscbuild.Lock(*work, os.Stderr)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	m, err := runscbuild.ResolveModule(root)
-	if err != nil {
-		return err
-	}
-	verdicts, err := upstream.Check(upstream.CheckConfig{
-		Series: s, Upstream: abs, Base: *base, Work: *work, GoBranch: m, Log: os.Stderr,
+	buildLock := func() (func(), error) { return runscbuild.Lock(filepath.Join(root, "work"), os.Stderr) }
+	rep, err := upstream.Check(upstream.CheckConfig{
+		Series: s, Upstream: abs, Base: *base, GoRef: *goRef, Module: m, Work: *work, Log: os.Stderr,
+		Lock: buildLock, Sandbox: upstream.NobodySandbox, VetOnly: upstream.UpstreamVetOnly,
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Println("upstream-check verdicts (alone: on top of the pull requests it needs; in order: on top of every earlier one).")
-	fmt.Printf("Trees: master = %s at %s, in a clone under %s; go-branch = %s@%s (from go.mod), BUILD hunks excluded.\n",
-		abs, *base, *work, runscbuild.ModulePath, m.Version)
-	failed := 0
-	for _, v := range verdicts {
+	if err := rep.WriteFiles(*out); err != nil {
+		return err
+	}
+	fmt.Print(rep.Markdown())
+	for _, v := range rep.Verdicts {
 		fmt.Println(v.Line())
-		if !v.OK() {
-			failed++
-		}
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d pull requests fail; the details are above the verdicts", failed, len(verdicts))
+	fmt.Printf("upstream-check: report in %s/report.md and report.json\n", *out)
+	if failed := rep.Failed(); len(failed) > 0 {
+		return fmt.Errorf("%d of %d pull requests fail on master %.12s / go %.12s: %s (the errors are above the table)", len(failed), len(rep.Verdicts), rep.Master.Upstream, rep.Go.Commit, strings.Join(failed, " "))
 	}
-	fmt.Printf("upstream-check: all %d pull requests pass alone and in order\n", len(verdicts))
+	fmt.Printf("upstream-check: all %d pull requests pass alone and in order\n", len(rep.Verdicts))
 	return nil
 }
 

@@ -1,0 +1,98 @@
+package upstream
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Markdown is the report for people: the two trees, then one table row per
+// check (a pull request alone, and in order when that differs), each with
+// the patches it applied and every step's result.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	b.WriteString("# upstream-check\n\n")
+	b.WriteString("Each pull request alone (on the pull requests it needs) and in order (on every earlier one), applied with git am to two trees and no other:\n\n")
+	for _, t := range []TreeInfo{r.Master, r.Go} {
+		fmt.Fprintf(&b, "- **%s** tree: `%s`", t.Name, t.Commit)
+		if t.Commit != t.Upstream {
+			fmt.Fprintf(&b, ", made from upstream `%s`:", t.Upstream)
+			for _, m := range t.Made {
+				fmt.Fprintf(&b, "\n  - %s", m)
+			}
+		} else {
+			b.WriteString(" (upstream's commit as it is)")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nOn master: git am, gofmt, BUILD entries, a test of its own. On go: git am (BUILD hunks left out: the go branch has no BUILD files), `go build ./runsc/...` (and the touched packages outside runsc), `go vet` and the unit tests of the touched packages, run as nobody in a private mount namespace with no host cgroupfs. A row that does not build on go fails: no other tree is tried.\n\n")
+	if len(r.VetOnly) > 0 {
+		var ps []string
+		for p := range r.VetOnly {
+			ps = append(ps, p)
+		}
+		sort.Strings(ps)
+		for _, p := range ps {
+			fmt.Fprintf(&b, "Vetted, not run: upstream's test files of %s (%s); the tests a pull request adds in new files there run.\n\n", p, r.VetOnly[p])
+		}
+	}
+	if len(r.BaseFailures) > 0 {
+		fmt.Fprintf(&b, "Unit tests that fail on the go tree before any patch (no row fails for them): %s\n\n", failedList(r.BaseFailures))
+	}
+	b.WriteString("| PR | check | patches applied (sha256) | master: am / gofmt / BUILD / own test | go: am / build / vet / test | seconds | verdict |\n|---|---|---|---|---|---|---|\n")
+	for _, v := range r.Verdicts {
+		rows := []struct {
+			kind string
+			res  Result
+		}{{"alone", v.Alone}}
+		if v.InOrder != nil {
+			rows = append(rows, struct {
+				kind string
+				res  Result
+			}{"in order", *v.InOrder})
+		} else if v.SameAsAlone {
+			rows[0].kind = "alone = in order"
+		}
+		for _, row := range rows {
+			var ps []string
+			for _, p := range row.res.Patches {
+				ps = append(ps, fmt.Sprintf("%s `%.12s`", p.Name, p.SHA256))
+			}
+			verdict := "PASS"
+			if !row.res.OK() {
+				verdict = "**FAIL**"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s / %s / %s / %s | %s / %s / %s / %s | %.0f | %s |\n", v.PR, row.kind,
+				strings.Join(ps, "<br>"),
+				cell(row.res.MasterApply), cell(row.res.Gofmt), cell(row.res.BazelSrcs), cell(row.res.OwnTest),
+				cell(row.res.GoApply), cell(row.res.Build), cell(row.res.Vet), cell(row.res.Test),
+				row.res.Seconds, verdict)
+		}
+	}
+	fmt.Fprintf(&b, "\n%d of %d pull requests pass; wall time %.0f s.\n", len(r.Verdicts)-len(r.Failed()), len(r.Verdicts), r.Seconds)
+	if f := r.Failed(); len(f) > 0 {
+		fmt.Fprintf(&b, "Failing: %s.\n", strings.Join(f, " "))
+	}
+	return b.String()
+}
+
+func cell(s Step) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s.word(), "|", "\\|"), "\n", " ")
+}
+
+// WriteFiles writes report.json and report.md into dir.
+func (r *Report) WriteFiles(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	js, err := marshalIndent(r)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), js, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644)
+}

@@ -1,0 +1,204 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// NobodySandbox runs a unit test binary where it cannot touch the host's
+// cgroups: in a private mount namespace whose /sys/fs/cgroup (and systemd's
+// and D-Bus's sockets under /run) is an empty read-only tmpfs, as nobody,
+// with no capabilities. Tests that need root or a cgroup hierarchy skip or
+// fail there; they belong in the VMs (make matrix, make upstream-tests).
+func NobodySandbox(cmd *exec.Cmd) (*exec.Cmd, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the unit tests run as nobody in a private mount namespace without the host's cgroupfs, which takes root to set up: run make upstream-check as root")
+	}
+	const script = `set -e
+mount -t tmpfs -o ro,size=4k,mode=0555 upstream-check-no-cgroups /sys/fs/cgroup
+for d in /run/dbus /run/systemd; do [ ! -d "$d" ] || mount -t tmpfs -o ro,size=4k upstream-check-hidden "$d"; done
+exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- "$@"`
+	w := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", cmd.Path}, cmd.Args[1:]...)...)
+	w.Dir, w.Env, w.Stdin, w.Stdout, w.Stderr = cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr
+	return w, nil
+}
+
+var (
+	topFail = regexp.MustCompile(`^--- FAIL: (\S+)`)
+	topPass = regexp.MustCompile(`^--- PASS: (\S+)`)
+	topSkip = regexp.MustCompile(`^--- SKIP: (\S+)`)
+)
+
+// test compiles each package's unit tests into Work/bin and runs them in
+// the sandbox, in the package's folder. It records the failing tests per
+// package in k.failed (a binary that fails without a FAIL line counts as
+// one failure, "(exit)"); hard is set when a test binary does not compile.
+func (k *checker) test(label string, pkgs []string) Step {
+	k.failed, k.hard = map[string][]string{}, false
+	if err := os.RemoveAll(k.bin); err != nil {
+		return Step{Ran: true, Note: err.Error(), Detail: err.Error()}
+	}
+	tmp := filepath.Join(k.bin, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return Step{Ran: true, Note: err.Error(), Detail: err.Error()}
+	}
+	// nobody runs the binaries and writes its temporary files here.
+	for _, d := range []string{k.bin, tmp} {
+		mode := os.FileMode(0o755)
+		if d == tmp {
+			mode = 0o1777
+		}
+		if err := os.Chmod(d, mode); err != nil {
+			return Step{Ran: true, Note: err.Error(), Detail: err.Error()}
+		}
+	}
+	var notes []string
+	var detail strings.Builder
+	for _, pkg := range pkgs {
+		tests, err := filepath.Glob(filepath.Join(k.goTree, filepath.FromSlash(pkg), "*_test.go"))
+		if err != nil || len(tests) == 0 {
+			notes = append(notes, pkg+": no tests")
+			continue
+		}
+		args := []string{"test", "-c", "-o", filepath.Join(k.bin, strings.ReplaceAll(pkg, "/", "_")+".test")}
+		if _, vetOnly := k.VetOnly[pkg]; vetOnly {
+			overlay, n, err := k.overlay(pkg)
+			if err != nil {
+				return Step{Ran: true, Note: err.Error(), Detail: err.Error()}
+			}
+			if n == len(tests) {
+				notes = append(notes, pkg+": vetted only")
+				continue
+			}
+			args = append(args, "-overlay", overlay)
+		}
+		bin := args[3]
+		if _, err := goIn(k.goTree, append(args, "./"+pkg)...); err != nil {
+			k.hard = true
+			return Step{Ran: true, Note: pkg + ": " + goError(err), Detail: err.Error()}
+		}
+		cmd := exec.Command(bin, "-test.v", "-test.count=1", "-test.timeout=10m")
+		cmd.Dir = filepath.Join(k.goTree, filepath.FromSlash(pkg))
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "TEST_TMPDIR="+tmp, "HOME="+tmp)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if k.Sandbox != nil {
+			if cmd, err = k.Sandbox(cmd); err != nil {
+				k.hard = true
+				return Step{Ran: true, Note: err.Error(), Detail: err.Error()}
+			}
+		}
+		runErr := cmd.Run()
+		_ = os.WriteFile(bin+".out", out.Bytes(), 0o644)
+		var pass, skip int
+		var fail []string
+		for _, l := range strings.Split(out.String(), "\n") {
+			switch {
+			case topFail.MatchString(l):
+				fail = append(fail, topFail.FindStringSubmatch(l)[1])
+			case topPass.MatchString(l):
+				pass++
+			case topSkip.MatchString(l):
+				skip++
+			}
+		}
+		if runErr != nil && len(fail) == 0 {
+			fail = append(fail, "(exit)")
+		}
+		if len(fail) > 0 {
+			k.failed[pkg] = fail
+			fmt.Fprintf(&detail, "%s (%s, output in %s.out):\n%s\n", pkg, runErrText(runErr), bin, tail(out.String(), 40))
+		}
+		notes = append(notes, fmt.Sprintf("%s: %d passed, %d skipped, %d failed", pkg, pass, skip, len(fail)))
+	}
+	s := Step{Ran: true, OK: len(k.failed) == 0, Note: strings.Join(notes, "; "), Detail: detail.String()}
+	if !s.OK {
+		s.Note = "failed: " + failedList(k.failed) + "; " + s.Note
+	}
+	return s
+}
+
+func runErrText(err error) string {
+	if err == nil {
+		return "exit 0"
+	}
+	return err.Error()
+}
+
+// overlay writes a go command overlay that deletes pkg's upstream test
+// files (those of the go tree's base commit) and returns its path and how
+// many files it deletes.
+func (k *checker) overlay(pkg string) (string, int, error) {
+	out, err := gitIn(k.goTree, "ls-tree", "--name-only", k.goBase, "--", pkg+"/")
+	if err != nil {
+		return "", 0, err
+	}
+	replace := map[string]string{}
+	for _, f := range strings.Fields(out) {
+		if strings.HasSuffix(f, "_test.go") {
+			if _, err := os.Stat(filepath.Join(k.goTree, f)); err == nil {
+				replace[filepath.Join(k.goTree, filepath.FromSlash(f))] = ""
+			}
+		}
+	}
+	b, err := json.Marshal(map[string]any{"Replace": replace})
+	if err != nil {
+		return "", 0, err
+	}
+	p := filepath.Join(k.bin, strings.ReplaceAll(pkg, "/", "_")+".overlay.json")
+	return p, len(replace), os.WriteFile(p, b, 0o644)
+}
+
+// judgeTests passes a test step whose only failures already fail before
+// any patch (checkBase), and says so.
+func (k *checker) judgeTests(s Step) Step {
+	if !s.Ran || s.OK || k.hard {
+		return s
+	}
+	var known, fresh []string
+	for pkg, tests := range k.failed {
+		for _, t := range tests {
+			if slices.Contains(k.baseFailures[pkg], t) {
+				known = append(known, pkg+"."+t)
+			} else {
+				fresh = append(fresh, pkg+"."+t)
+			}
+		}
+	}
+	sort.Strings(known)
+	if len(fresh) > 0 {
+		return s
+	}
+	s.OK = true
+	s.Note = "only tests that fail before any patch failed: " + strings.Join(known, " ")
+	return s
+}
+
+func failedList(m map[string][]string) string {
+	var out []string
+	for pkg, tests := range m {
+		for _, t := range tests {
+			out = append(out, pkg+"."+t)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+// tail keeps the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{"..."}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}
