@@ -411,7 +411,7 @@ func TestSelfTestTable(t *testing.T) {
 
 const podRetryCase = `
 name: pod-retry
-purpose: a container names its sandbox's ID in every trial, and one ID is refused with a step's spec, then created with its own in the same root
+purpose: a container names its sandbox's ID in every trial, and one ID is refused with a step's spec, then created (and cycled) with its own in the same root
 source: harness self-test (issue 37)
 requires: [root]
 trials: 2
@@ -423,6 +423,9 @@ sandboxes:
 steps:
   - {do: run, sandbox: sb}
   - {id: refused, do: create, sandbox: ctr, spec: {annotations: {fake.refuse: "${id}"}}, expect: {fail: true, output: "refusing this spec"}}
+  - {do: delete-force, sandbox: ctr}
+  - {id: cycled, do: cycle, sandbox: ctr, repeat: 1}
+  - {id: refused-again, do: create, sandbox: ctr, spec: {annotations: {fake.refuse: "${id}"}}, expect: {fail: true}}
   - {do: delete-force, sandbox: ctr}
   - {id: again, do: create, sandbox: ctr, expect: {output: '"io.kubernetes.cri.sandbox-id":"${id.sb}"}'}}
   - {do: start, sandbox: ctr}

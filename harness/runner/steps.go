@@ -206,14 +206,11 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	total := time.Duration(0)
 	killAfter := r.killDelay(cs, st)
 	for _, a := range actions {
-		if a == "create" && (len(st.Spec) > 0 || in.respec) {
-			if err := r.writeBundle(cs, in, st.Spec); err != nil {
+		if a == "create" {
+			if err := r.respec(cs, in, st); err != nil {
 				cs.fail(st.ID, in.label+": "+err.Error(), "")
 				return report.Step{Error: err.Error()}, nil
 			}
-			in.respec = len(st.Spec) > 0
-		}
-		if a == "create" {
 			in.before = r.snapshot(cs)
 		}
 		last = r.runKilled(ctx, cs, in, r.runtimeArgs(cs, in, a, st), r.commandLimit(), killAfter)
@@ -281,6 +278,19 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	return rec, &check.Command{Exit: last.exit, Output: last.output, Dur: total}
 }
 
+// respec writes the bundle a create of step st reads: the step's own spec
+// merged onto the sandbox's, or, after such a create, the sandbox's again.
+func (r *Runner) respec(cs *caseState, in *instance, st *casefile.Step) error {
+	if len(st.Spec) == 0 && !in.respec {
+		return nil
+	}
+	if err := r.writeBundle(cs, in, st.Spec); err != nil {
+		return err
+	}
+	in.respec = len(st.Spec) > 0
+	return nil
+}
+
 // killDelay is when to SIGKILL the runtime command of step st: the fixed
 // delay, or a uniformly random one in [min, max), scaled like every bound
 // (under emulation a create is slower, and so is the moment to hit inside
@@ -337,6 +347,12 @@ func (r *Runner) cycleStep(ctx context.Context, cs *caseState, st *casefile.Step
 		for _, a := range []string{"create", "start", "delete-force"} {
 			if failed && a != "delete-force" {
 				continue // still delete what this round made
+			}
+			if a == "create" {
+				if err := r.respec(cs, in, st); err != nil {
+					bad = append(bad, err.Error())
+					break
+				}
 			}
 			res := r.runCommand(ctx, cs, in, r.runtimeArgs(cs, in, a, st), r.commandLimit())
 			switch a {
