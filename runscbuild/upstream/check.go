@@ -83,9 +83,13 @@ type Report struct {
 	// BaseFailures are unit tests (package: tests) that already fail on
 	// the go tree without any patch; a row is not failed for them.
 	BaseFailures map[string][]string `json:"base_failures,omitempty"`
-	VetOnly      map[string]string   `json:"vet_only,omitempty"`
-	Verdicts     []Verdict           `json:"verdicts"`
-	Seconds      float64             `json:"seconds"`
+	// BaseVet counts go vet's findings on the go tree without any patch,
+	// per "file: message" (upstream vets with its own analyzers); a row
+	// fails for any more of them.
+	BaseVet  map[string]int    `json:"base_vet,omitempty"`
+	VetOnly  map[string]string `json:"vet_only,omitempty"`
+	Verdicts []Verdict         `json:"verdicts"`
+	Seconds  float64           `json:"seconds"`
 }
 
 // Failed lists the pull requests that fail.
@@ -164,6 +168,10 @@ func Check(c CheckConfig) (*Report, error) {
 		c.GoRef = "go"
 	}
 	k := &checker{CheckConfig: c}
+	// Work/logs/<row>/<package>.out: each row's unit test output.
+	if err := os.RemoveAll(filepath.Join(c.Work, "logs")); err != nil {
+		return nil, err
+	}
 	for _, pr := range c.Series.PRs {
 		for _, p := range goPackages(changes(pr.Patches)) {
 			if !slices.Contains(k.pkgs, p) {
@@ -188,7 +196,7 @@ func Check(c CheckConfig) (*Report, error) {
 	if err := k.checkBase(); err != nil {
 		return nil, err
 	}
-	rep.BaseFailures = k.baseFailures
+	rep.BaseFailures, rep.BaseVet = k.baseFailures, k.baseVet
 	for _, pr := range c.Series.PRs {
 		k.steps++
 		if !sameNames(c.Series.Needs(pr.Name), c.Series.Before(pr.Name)) {

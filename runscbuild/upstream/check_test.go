@@ -63,12 +63,12 @@ func mustGit(t *testing.T, dir string, args ...string) string {
 var masterFiles = map[string]string{
 	"go.mod":                "module example.com/up\n\ngo 1.22\n",
 	"a/a.go":                "package a\n\n// A is one.\nfunc A() int { return 1 }\n",
-	"a/upstream_test.go":    "package a\n\nimport (\n\t\"testing\"\n\n\t\"example.com/up/testonly\"\n)\n\nfunc TestUpstream(t *testing.T) {\n\tif A() < testonly.Min {\n\t\tt.Fatal(A())\n\t}\n}\n",
+	"a/upstream_test.go":    "package a\n\nimport (\n\t\"testing\"\n\n\t\"example.com/up/testonly\"\n)\n\n// go vet's composites check finds this; upstream's nogo does not.\nvar _ = testonly.P{1, 2}\n\nfunc TestUpstream(t *testing.T) {\n\tif A() < testonly.Min {\n\t\tt.Fatal(A())\n\t}\n}\n",
 	"a/bazelonly_test.go":   "package bazelonly\n\nimport \"testing\"\n\nfunc TestBazel(t *testing.T) {}\n",
 	"a/BUILD":               "go_library(\n    name = \"a\",\n    srcs = [\"a.go\"],\n)\n",
 	"c/c.go":                "package c\n\nimport \"example.com/up/gen\"\n\n// C is gen's.\nfunc C() int { return gen.N }\n",
 	"c/BUILD":               "go_library(\n    name = \"c\",\n    srcs = [\"c.go\"],\n)\n",
-	"testonly/testonly.go":  "// Package testonly is for tests.\npackage testonly\n\n// Min is the least A may be.\nconst Min = 1\n",
+	"testonly/testonly.go":  "// Package testonly is for tests.\npackage testonly\n\n// Min is the least A may be.\nconst Min = 1\n\n// P is a pair.\ntype P struct{ X, Y int }\n",
 	"testonly/BUILD":        "go_library(\n    name = \"testonly\",\n    srcs = [\"testonly.go\"],\n)\n",
 	"README.md":             "upstream\n",
 	"gen/BUILD":             "go_stateify(\n    name = \"gen\",\n)\n",
@@ -206,6 +206,11 @@ func TestCheck(t *testing.T) {
 			"c/c.go":      "package c\n\nimport \"example.com/up/gen\"\n\n// C is gen's M.\nfunc C() int { return gen.M }\n",
 			"c/c_test.go": "package c\n\nimport \"testing\"\n\nfunc TestC(t *testing.T) {\n\tif C() != 9 {\n\t\tt.Fatal(C())\n\t}\n}\n",
 		}},
+		// One more go vet finding of the kind upstream's test already
+		// has: more than the go tree had before any patch.
+		{pr: "07-vet", subject: "a: another pair", files: map[string]string{
+			"a/upstream_test.go": strings.Replace(masterFiles["a/upstream_test.go"], "var _ = testonly.P{1, 2}\n", "var _ = testonly.P{1, 2}\nvar _ = testonly.P{3, 4}\n", 1),
+		}},
 	})
 	var log bytes.Buffer
 	c := f.config(t, ""+
@@ -214,7 +219,8 @@ func TestCheck(t *testing.T) {
 		"pr 03-bad after 01-a\n"+patchName(t, f.patches, "03-bad")+
 		"pr 04-hidden after 01-a\n"+patchName(t, f.patches, "04-hidden")+
 		"pr 05-red after 04-hidden 02-c\n"+patchName(t, f.patches, "05-red")+
-		"pr 06-undefined after 05-red\n"+patchName(t, f.patches, "06-undefined"),
+		"pr 06-undefined after 05-red\n"+patchName(t, f.patches, "06-undefined")+
+		"pr 07-vet after 01-a\n"+patchName(t, f.patches, "07-vet"),
 		&log)
 	headBefore := mustGit(t, f.upstream, "rev-parse", "HEAD")
 	branchesBefore := mustGit(t, f.upstream, "branch", "--list")
@@ -229,7 +235,7 @@ func TestCheck(t *testing.T) {
 		hasN []string
 	}{
 		{pr: "01-a", ok: true, has: []string{
-			"master: am ok gofmt ok bazel-srcs ok own-test ok (1 test file); go: am ok build ok vet ok test ok (a: 2 passed, 0 skipped, 0 failed)",
+			"master: am ok gofmt ok bazel-srcs ok own-test ok (1 test file); go: am ok build ok vet ok (1 findings, all on the go tree before any patch) test ok (a: 2 passed, 0 skipped, 0 failed)",
 			"in order: same patches as alone"}},
 		{pr: "02-c", ok: true, has: []string{"go: am ok build ok vet ok test ok (c: 1 passed, 0 skipped, 0 failed)"}},
 		{pr: "03-bad", has: []string{"gofmt FAIL (a/b.go) bazel-srcs FAIL (not in BUILD: a/b.go) own-test FAIL (no _test.go added or changed)"}},
@@ -239,6 +245,7 @@ func TestCheck(t *testing.T) {
 		{pr: "05-red", has: []string{"test FAIL (failed: c.TestC;"}},
 		{pr: "06-undefined", has: []string{"go: am ok build FAIL (c/c.go:6:27: undefined: gen.M) vet - test -"},
 			hasN: []string{"build ok"}},
+		{pr: "07-vet", has: []string{"vet FAIL (a/upstream_test.go: example.com/up/testonly.P struct literal uses unkeyed fields (x1))"}},
 	} {
 		if i >= len(rep.Verdicts) {
 			t.Fatalf("%d verdicts, want more:\n%s", len(rep.Verdicts), log.String())
@@ -277,7 +284,7 @@ func TestCheck(t *testing.T) {
 		"master " + f.master[:12] + "'s _test.go and testdata of a",
 		"left out: a/bazelonly_test.go (package bazelonly, Bazel only)",
 		"test-only packages those tests import: testonly",
-		"2 of 6 pull requests pass",
+		"2 of 7 pull requests pass",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report does not say %q:\n%s", want, md)

@@ -38,6 +38,13 @@ func (r *Report) Markdown() string {
 			fmt.Fprintf(&b, "Vetted, not run: upstream's test files of %s (%s); the tests a pull request adds in new files there run.\n\n", p, r.VetOnly[p])
 		}
 	}
+	if len(r.BaseVet) > 0 {
+		n := 0
+		for _, c := range r.BaseVet {
+			n += c
+		}
+		fmt.Fprintf(&b, "go vet finds %d things in %d kinds on the go tree before any patch (upstream vets with its own analyzers, not go vet's defaults); a row fails only for findings beyond those (report.json: base_vet).\n\n", n, len(r.BaseVet))
+	}
 	if len(r.BaseFailures) > 0 {
 		fmt.Fprintf(&b, "Unit tests that fail on the go tree before any patch (no row fails for them): %s\n\n", failedList(r.BaseFailures))
 	}

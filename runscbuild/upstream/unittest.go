@@ -98,7 +98,10 @@ func (k *checker) test(label string, pkgs []string) Step {
 			}
 		}
 		runErr := cmd.Run()
-		_ = os.WriteFile(bin+".out", out.Bytes(), 0o644)
+		logFile := filepath.Join(k.Work, "logs", logName(label), strings.ReplaceAll(pkg, "/", "_")+".out")
+		if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err == nil {
+			_ = os.WriteFile(logFile, out.Bytes(), 0o644)
+		}
 		var pass, skip int
 		var fail []string
 		for _, l := range strings.Split(out.String(), "\n") {
@@ -116,7 +119,7 @@ func (k *checker) test(label string, pkgs []string) Step {
 		}
 		if len(fail) > 0 {
 			k.failed[pkg] = fail
-			fmt.Fprintf(&detail, "%s (%s, output in %s.out):\n%s\n", pkg, runErrText(runErr), bin, tail(out.String(), 40))
+			fmt.Fprintf(&detail, "%s (%s, output in %s):\n%s\n", pkg, runErrText(runErr), logFile, failureLines(out.String()))
 		}
 		notes = append(notes, fmt.Sprintf("%s: %d passed, %d skipped, %d failed", pkg, pass, skip, len(fail)))
 	}
@@ -201,4 +204,28 @@ func tail(s string, n int) string {
 		lines = append([]string{"..."}, lines[len(lines)-n:]...)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// logName makes a row's label ("[3/21] 02-x alone") a folder name.
+func logName(label string) string {
+	return strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '_'
+	}, strings.ToLower(label)), "_")
+}
+
+var testMessage = regexp.MustCompile(`^\s+\S+_test\.go:\d+: |--- FAIL: |^panic: |^FAIL`)
+
+// failureLines keeps what explains a test binary's failure: the FAIL
+// lines, the t.Error and t.Fatal messages, a panic, and the last lines.
+func failureLines(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if testMessage.MatchString(l) && len(keep) < 60 {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n") + "\nlast lines:\n" + tail(out, 12)
 }
