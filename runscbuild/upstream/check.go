@@ -74,6 +74,7 @@ type CheckConfig struct {
 // UpstreamVetOnly is what make upstream-check passes as VetOnly.
 var UpstreamVetOnly = map[string]string{
 	"runsc/container": "upstream's tests there start sandboxes (their TestMain needs a runsc binary and root): make upstream-tests runs them in the VMs",
+	"runsc/cmd":       "upstream's tests there find their files through Bazel's runfiles: capability_test.go's init panics \"directory __main__ not found\" under the go command",
 }
 
 // Report is what Check found.
@@ -167,6 +168,14 @@ func Check(c CheckConfig) (*Report, error) {
 	if c.GoRef == "" {
 		c.GoRef = "go"
 	}
+	// The patches are read once, into Work/patches: a series rewritten
+	// while the check runs does not mix into it, and the sha256 in the
+	// report is of the bytes applied.
+	snap, err := snapshot(c.Series, filepath.Join(c.Work, "patches"))
+	if err != nil {
+		return nil, err
+	}
+	c.Series = snap
 	k := &checker{CheckConfig: c}
 	// Work/logs/<row>/<package>.out: each row's unit test output.
 	if err := os.RemoveAll(filepath.Join(c.Work, "logs")); err != nil {
@@ -181,7 +190,6 @@ func Check(c CheckConfig) (*Report, error) {
 	}
 	sort.Strings(k.pkgs)
 	rep := &Report{VetOnly: map[string]string{}}
-	var err error
 	if rep.Master, err = k.prepareMaster(); err != nil {
 		return nil, err
 	}
@@ -988,4 +996,33 @@ func (k *checker) vet(pkgs []string) Step {
 		return Step{Ran: true, Note: strings.Join(fresh, "; "), Detail: err.Error()}
 	}
 	return Step{Ran: true, OK: true, Note: fmt.Sprintf("%d findings, all on the go tree before any patch", known)}
+}
+
+// snapshot copies the pull requests' patch files into dir and returns the
+// series with its patches there.
+func snapshot(s *runscbuild.Series, dir string) (*runscbuild.Series, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	out := *s
+	out.PRs = nil
+	for _, pr := range s.PRs {
+		pr.Patches = slices.Clone(pr.Patches)
+		for i, p := range pr.Patches {
+			data, err := os.ReadFile(p.Path)
+			if err != nil {
+				return nil, err
+			}
+			dst := filepath.Join(dir, filepath.FromSlash(p.Name))
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(dst, data, 0o644); err != nil {
+				return nil, err
+			}
+			pr.Patches[i].Path = dst
+		}
+		out.PRs = append(out.PRs, pr)
+	}
+	return &out, nil
 }

@@ -325,6 +325,7 @@ func cmdCheck(root string, args []string) error {
 	goRef := fs.String("go-ref", "go", "the branch of -dir whose commits merge master into the go branch")
 	work := fs.String("work", filepath.Join(root, "work", "upstream-check"), "scratch folder for the two trees and the test binaries")
 	out := fs.String("out", filepath.Join(root, "out", "upstream-check"), "folder for report.md and report.json")
+	lockDir := fs.String("build-lock", filepath.Join(root, "work"), "the folder whose build.lock each row's go commands take (make runsc's)")
 	fs.Parse(args)
 	if *dir == "" || fs.NArg() > 0 {
 		return fmt.Errorf("usage: upstream check -dir GVISOR-REPOSITORY [-base REV] [-go-ref BRANCH]")
@@ -348,7 +349,7 @@ func cmdCheck(root string, args []string) error {
 		return err
 	}
 	defer unlock()
-	buildLock := func() (func(), error) { return runscbuild.Lock(filepath.Join(root, "work"), os.Stderr) }
+	buildLock := func() (func(), error) { return runscbuild.Lock(*lockDir, os.Stderr) }
 	rep, err := upstream.Check(upstream.CheckConfig{
 		Series: s, Upstream: abs, Base: *base, GoRef: *goRef, Module: m, Work: *work, Log: os.Stderr,
 		Lock: buildLock, Sandbox: upstream.NobodySandbox, VetOnly: upstream.UpstreamVetOnly,
