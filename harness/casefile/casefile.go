@@ -195,6 +195,10 @@ type Step struct {
 	// Write (action write): a file the harness writes into an existing
 	// cgroup of the context between runtime commands.
 	Write *Write `json:"write,omitempty"`
+	// Cgroup (remove-empty): a cgroup reference below caller, parent or
+	// base that the harness removes as an operator would, in every
+	// hierarchy where it is; it must hold no process and no child cgroup.
+	Cgroup string `json:"cgroup,omitempty"`
 	// Resources (update): a runtime-spec linux.resources fragment, handed
 	// to the runtime's own update command as a file.
 	Resources json.RawMessage `json:"resources,omitempty"`
@@ -419,7 +423,7 @@ var (
 		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated", "kubelet-static",
 		"docker", "docker-systemd", "podman", "podman-systemd"}
 	// Actions a step may do.
-	Actions = []string{"create", "start", "run", "exec", "kill", "pause", "resume", "kill-sandbox", "kill-gofer", "kill-shim", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "write-state", "write-lock", "stop-unit", "kubelet-cpu", "remove-pod", "restart-daemon", "runtime-delete", "check"}
+	Actions = []string{"create", "start", "run", "exec", "kill", "pause", "resume", "kill-sandbox", "kill-gofer", "kill-shim", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "remove-empty", "write-state", "write-lock", "stop-unit", "kubelet-cpu", "remove-pod", "restart-daemon", "runtime-delete", "check"}
 	// SetupActions a setup item may do.
 	SetupActions = []string{"mkdir", "chown", "write", "process"}
 	// Options are runtime-neutral sandbox switches.
@@ -877,7 +881,7 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 	if !slices.Contains(Actions, st.Do) {
 		return ferr(f+".do", "unknown action %q (known: %s)", st.Do, strings.Join(Actions, ", "))
 	}
-	needSandbox := !slices.Contains([]string{"sleep", "check", "write", "kill-process", "kubelet-cpu", "remove-pod", "restart-daemon"}, st.Do)
+	needSandbox := !slices.Contains([]string{"sleep", "check", "write", "remove-empty", "kill-process", "kubelet-cpu", "remove-pod", "restart-daemon"}, st.Do)
 	if needSandbox && !sandboxes[st.Sandbox] {
 		return ferr(f+".sandbox", "%q is not a sandbox of this case", st.Sandbox)
 	}
@@ -957,6 +961,15 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 		if w.File == "" || strings.Contains(w.File, "/") {
 			return ferr(f+".write.file", "%q must be a plain file name", w.File)
 		}
+	}
+	if (st.Do == "remove-empty") != (st.Cgroup != "") {
+		return ferr(f+".cgroup", "remove-empty needs cgroup: REF (the level to remove, e.g. base/p-${token}), and only it takes one")
+	}
+	if st.Cgroup != "" && !validCgroupRef(st.Cgroup) {
+		return ferr(f+".cgroup", "%q %s", st.Cgroup, refForm)
+	}
+	if st.Cgroup != "" && !strings.Contains(st.Cgroup, "/") {
+		return ferr(f+".cgroup", "%q is a cgroup of the context, not one a runtime made: name a level below it (base/p-${token})", st.Cgroup)
 	}
 	if e := st.Expect; e != nil {
 		if e.Fail && e.AnyExit {

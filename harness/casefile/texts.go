@@ -59,6 +59,9 @@ func (st *Step) texts(f string, visit visitFunc) error {
 			return err
 		}
 	}
+	if err := visit(f+".cgroup", refText, &st.Cgroup); err != nil {
+		return err
+	}
 	if e := st.Expect; e != nil {
 		if err := visit(f+".expect.output", plainText, &e.Output); err != nil {
 			return err

@@ -457,6 +457,54 @@ func TestSelfTestPodRetry(t *testing.T) {
 	assertNoTestRootLeft(t, rep.RunID)
 }
 
+const removeEmptyCase = `
+name: remove-empty
+purpose: remove-empty refuses a level that holds a process, removes it once empty in every hierarchy, and passes once it is gone
+source: harness self-test
+requires: [root]
+sandboxes:
+  - name: a
+steps:
+  - {do: run, sandbox: a}
+  - {id: busy, do: remove-empty, cgroup: "caller/fake-${token}-a"}
+  - {do: delete-force, sandbox: a}
+  - {id: removed, do: remove-empty, cgroup: "caller/fake-${token}-a"}
+  - {id: gone, do: check, check: {absent: "caller/fake-${token}-a"}}
+  - {id: again, do: remove-empty, cgroup: "caller/fake-${token}-a"}
+  - {id: nothing-left, do: check, check: {nothingLeft: true}}
+`
+
+// TestSelfTestRemoveEmpty: on the host's cgroups the kernel's rmdir is the
+// judge. runc-leaky leaves its leaf C/fake-<id> in every hierarchy after
+// its delete: while its process runs, remove-empty fails naming it in all
+// of them; after the delete it removes the leaf everywhere, and once it
+// is gone it passes.
+func TestSelfTestRemoveEmpty(t *testing.T) {
+	busybox := "/usr/bin/busybox"
+	roottest.Require(t, busybox)
+	host, err := cgroupfs.Detect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := runSelfTest(t, removeEmptyCase, busybox, "runc-leaky")
+	for _, res := range rep.Results {
+		if len(res.Failures) != 1 || res.Failures[0].Step != "busy" {
+			t.Fatalf("failures %+v, want one, of step busy", res.Failures)
+		}
+		f := res.Failures[0]
+		want := fmt.Sprintf("is not empty: rmdir refused in %d of %d hierarchies", len(host.Hierarchies), len(host.Hierarchies))
+		if !strings.Contains(f.Message, want) || !strings.Contains(f.Diff, fmt.Sprintf("(all %d hierarchies): device or resource busy; holds pid ", len(host.Hierarchies))) || !strings.Contains(f.Diff, " sleep") {
+			t.Errorf("failure %q\n%s\nwant %q, every hierarchy busy with the sleep named", f.Message, f.Diff, want)
+		}
+		for _, s := range res.Steps {
+			if s.ID == "removed" && !strings.HasSuffix(s.Note, "; absent in: none") || s.ID == "again" && !strings.HasPrefix(s.Note, "removed in: none;") {
+				t.Errorf("step %s: note %q", s.ID, s.Note)
+			}
+		}
+	}
+	assertNoTestRootLeft(t, rep.RunID)
+}
+
 const updateCase = `
 name: update
 purpose: the update step hands the runtime's own update its resources fragment, expanded, as a file

@@ -78,6 +78,20 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 			rec.Error = err.Error()
 		}
 		recs = []report.Step{rec}
+	case "remove-empty":
+		rec := report.Step{ID: st.ID, Do: st.Do}
+		est, err := st.Expanded(cs.vals(nil))
+		msg, detail := "", ""
+		if err != nil {
+			msg = err.Error()
+		} else {
+			rec.Note, msg, detail = r.removeEmptyStep(cs, est.Cgroup)
+		}
+		if msg != "" {
+			cs.fail(st.ID, msg, detail)
+			rec.Error = msg
+		}
+		recs = []report.Step{rec}
 	case "stop-unit":
 		recs = r.forInstances(ctx, cs, st, r.stopUnitStep)
 	case "write-state", "write-lock":
@@ -875,4 +889,82 @@ func (r *Runner) writeStep(cs *caseState, w *casefile.Write) error {
 		return err
 	}
 	return r.writeIn(dirs, w.File, w.Value)
+}
+
+// removeEmptyStep removes the level at ref as an operator would, with
+// rmdir and nothing else, in every hierarchy where it is: the kernel
+// refuses a cgroup that holds a process or a child cgroup, and the step
+// fails naming what holds it. A level already gone passes (the last
+// sandbox out may have been the one whose create made it).
+func (r *Runner) removeEmptyStep(cs *caseState, ref string) (note, msg, detail string) {
+	dirs, err := r.cgroupDirs(cs, ref)
+	if err != nil {
+		return "", err.Error(), ""
+	}
+	for _, d := range dirs {
+		if c := cs.caller[d.h.Key]; cgroupfs.IsUnder(c, d.rel) {
+			return "", fmt.Sprintf("%s is %s:%s, which holds the caller's cgroup %s: remove-empty removes only a level below it", ref, d.h.Name(), d.rel, c), ""
+		}
+	}
+	// One line per cgroup and what holds it, its hierarchies named.
+	var removed, absent, lines []string
+	busy := map[string][]string{}
+	n := 0
+	for _, d := range dirs {
+		err := unix.Rmdir(d.h.Dir(d.rel))
+		switch {
+		case err == nil:
+			removed = append(removed, d.h.Name())
+		case err == unix.ENOENT:
+			absent = append(absent, d.h.Name())
+		default:
+			n++
+			k := d.rel + "\x00" + err.Error() + holding(d.h.Dir(d.rel))
+			if busy[k] == nil {
+				lines = append(lines, k)
+			}
+			busy[k] = append(busy[k], d.h.Name())
+		}
+	}
+	note = "removed in: " + orNone(removed) + "; absent in: " + orNone(absent)
+	if n == 0 {
+		return note, "", ""
+	}
+	for i, k := range lines {
+		rel, what, _ := strings.Cut(k, "\x00")
+		hs := strings.Join(busy[k], " ")
+		if len(busy[k]) == len(dirs) {
+			hs = fmt.Sprintf("all %d hierarchies", len(dirs))
+		}
+		lines[i] = fmt.Sprintf("%s (%s): %s", rel, hs, what)
+	}
+	return note, fmt.Sprintf("%s is not empty: rmdir refused in %d of %d hierarchies", ref, n, len(dirs)), strings.Join(lines, "\n")
+}
+
+// holding names what a cgroup directory holds: its processes (with their
+// names) and its child cgroups.
+func holding(dir string) string {
+	var what []string
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	for _, pid := range strings.Fields(string(b)) {
+		comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+		what = append(what, strings.TrimSpace("pid "+pid+" "+strings.TrimSpace(string(comm))))
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() {
+			what = append(what, "child cgroup "+e.Name())
+		}
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return "; holds " + strings.Join(what, ", ")
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, " ")
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -189,6 +190,99 @@ func (f *fakeCase) mkdir1(t *testing.T, h cgroupfs.Hierarchy, rel string) {
 	t.Helper()
 	if err := os.MkdirAll(h.Dir(rel), 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// remove-empty is the operator's rmdir of a level a runtime left: it
+// removes the level in every hierarchy where it is, passes where it is gone
+// already, and fails naming the process or child cgroup that holds it.
+func TestRemoveEmpty(t *testing.T) {
+	const step = `  - {id: rm, do: remove-empty, cgroup: "base/p-${token}"}`
+	pid := os.Getpid()
+	comm, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		// make puts things below the level p in hierarchy h.
+		make     func(t *testing.T, f *fakeCase, h cgroupfs.Hierarchy, p string)
+		wantFail []string // the failure, then its lines; none: it passes
+		wantNote string
+	}{{
+		name:     "absent everywhere",
+		make:     func(*testing.T, *fakeCase, cgroupfs.Hierarchy, string) {},
+		wantNote: "removed in: none; absent in: memory pids unified",
+	}, {
+		name:     "empty in every hierarchy",
+		make:     func(t *testing.T, f *fakeCase, h cgroupfs.Hierarchy, p string) { f.mkdir1(t, h, p) },
+		wantNote: "removed in: memory pids unified; absent in: none",
+	}, {
+		name: "empty in some",
+		make: func(t *testing.T, f *fakeCase, h cgroupfs.Hierarchy, p string) {
+			if h.Key == "memory" {
+				f.mkdir1(t, h, p)
+			}
+		},
+		wantNote: "removed in: memory; absent in: pids unified",
+	}, {
+		name: "a child and a process",
+		make: func(t *testing.T, f *fakeCase, h cgroupfs.Hierarchy, p string) {
+			f.mkdir1(t, h, p)
+			switch h.Key {
+			case "memory":
+				f.mkdir1(t, h, p+"/b")
+			case "pids":
+				if err := os.WriteFile(filepath.Join(h.Dir(p), "cgroup.procs"), fmt.Appendf(nil, "%d\n", pid), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
+		wantFail: []string{
+			"rm: base/p-cgc0fake is not empty: rmdir refused in 2 of 3 hierarchies",
+			"/cgconform-cgc0fake/001/host/p-cgc0fake (memory): directory not empty; holds child cgroup b",
+			fmt.Sprintf("/cgconform-cgc0fake/001/host/p-cgc0fake (pids): directory not empty; holds pid %d %s", pid, strings.TrimSpace(string(comm))),
+		},
+		wantNote: "removed in: unified; absent in: none",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCase(t, mode.Hybrid, step)
+			p := f.cs.root + "/host/p-cgc0fake"
+			for _, h := range f.r.host.Hierarchies {
+				tc.make(t, f, h, p)
+			}
+			steps, fails := f.run(t)
+			var got []string
+			for _, x := range fails {
+				got = append(got, x.Step+": "+x.Message)
+				got = append(got, strings.Split(x.Diff, "\n")...)
+			}
+			if diff := cmp.Diff(tc.wantFail, got); diff != "" {
+				t.Errorf("failures (-want +got):\n%s", diff)
+			}
+			if steps[0].Note != tc.wantNote {
+				t.Errorf("note %q, want %q", steps[0].Note, tc.wantNote)
+			}
+			for _, h := range f.r.host.Hierarchies {
+				_, err := os.Stat(h.Dir(p))
+				if busy := len(tc.wantFail) > 0 && h.Key != ""; busy != (err == nil) {
+					t.Errorf("%s: level there: %v, want %v", h.Name(), err == nil, busy)
+				}
+			}
+		})
+	}
+}
+
+// remove-empty never removes the caller's cgroup or one above it, even
+// when the kernel would (an empty C between runtime commands).
+func TestRemoveEmptyKeepsCaller(t *testing.T) {
+	f := newFakeCase(t, mode.V2, `  - {id: rm, do: remove-empty, cgroup: parent/host}`)
+	_, fails := f.run(t)
+	if len(fails) != 1 || !strings.Contains(fails[0].Message, "which holds the caller's cgroup") {
+		t.Errorf("failures %+v, want one: the level holds the caller's cgroup", fails)
+	}
+	if _, err := os.Stat(f.r.host.Hierarchies[0].Dir(f.cs.root + "/host")); err != nil {
+		t.Errorf("the caller's cgroup: %v", err)
 	}
 }
 
