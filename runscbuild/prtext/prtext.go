@@ -413,10 +413,17 @@ func Table(res *Results, sels []Selector, before, after string) (string, []strin
 	return b.String(), warnings, nil
 }
 
-// oneLine keeps a reason on one table note line.
+// oneLine keeps a reason on one table note line, without this project's
+// issue numbers, which mean nothing to an upstream reviewer: what was
+// measured stays.
 func oneLine(s string) string {
+	s = issueRef.ReplaceAllString(s, "")
+	s = strings.NewReplacer("()", "", "( ", "(", "; )", ")", " )", ")").Replace(s)
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// issueRef matches "issue 14 item 3; ", "issue 25 items 1-2, " and the like.
+var issueRef = regexp.MustCompile(`\bissues? \d+(?: items? [\d, -]*\d)?(?:[;,] ?|\b)`)
 
 // Sections are the headings every PR.md has, in this order, after its "# "
 // title: the shape of a gVisor pull request description.

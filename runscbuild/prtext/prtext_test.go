@@ -263,3 +263,19 @@ func TestCheckDescription(t *testing.T) {
 		})
 	}
 }
+
+// TestOneLineDropsIssueNumbers checks that a note keeps what was measured
+// and loses this project's issue numbers.
+func TestOneLineDropsIssueNumbers(t *testing.T) {
+	for in, want := range map[string]string{
+		"stock leaks (issue 14 item 1; 30 of 40 trials leaked)":      "stock leaks (30 of 40 trials leaked)",
+		"stock refuses (issue 3)":                                    "stock refuses",
+		"the lock stays (issue 25 items 1-2, measured on v1)":        "the lock stays (measured on v1)",
+		"runc 1.1.5 removes only the leaf\n (measured in the v2 VM)": "runc 1.1.5 removes only the leaf (measured in the v2 VM)",
+		"kept (measured on the hybrid build host; issue 25 item 3)":  "kept (measured on the hybrid build host)",
+	} {
+		if got := oneLine(in); got != want {
+			t.Errorf("oneLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
