@@ -21,6 +21,9 @@ const (
 	TimedOut = "timeout"
 	Crashed  = "crashed"
 	NoReport = "no-report"
+	// Stalled: the guest stopped making progress (no console line that
+	// shows it working within the stall bound) and was ended at once.
+	Stalled = "stalled"
 )
 
 // Matrix is the whole matrix run: one harness report per host, merged.
@@ -36,13 +39,19 @@ type HostRun struct {
 	Host  mode.Host `json:"host"`
 	About string    `json:"about,omitempty"`
 	// Status is Reported, TimedOut, Crashed or NoReport.
-	Status      string   `json:"status"`
-	Problem     string   `json:"problem,omitempty"`
-	HarnessExit *int     `json:"harnessExit,omitempty"`
-	BootSeconds float64  `json:"bootSeconds"`
-	WallSeconds float64  `json:"wallSeconds"`
-	RunningCase string   `json:"runningCase,omitempty"`
-	ConsoleTail []string `json:"consoleTail,omitempty"`
+	Status      string `json:"status"`
+	Problem     string `json:"problem,omitempty"`
+	HarnessExit *int   `json:"harnessExit,omitempty"`
+	// ImageSeconds is the time to have the images this mode boots (the
+	// kernel, its base image, the Debian disk), built or found in the
+	// cache; images shared by several modes are made once and each of
+	// them shows that time. PayloadSeconds is its own payload disk.
+	ImageSeconds   float64  `json:"imageSeconds,omitempty"`
+	PayloadSeconds float64  `json:"payloadSeconds,omitempty"`
+	BootSeconds    float64  `json:"bootSeconds"`
+	WallSeconds    float64  `json:"wallSeconds"`
+	RunningCase    string   `json:"runningCase,omitempty"`
+	ConsoleTail    []string `json:"consoleTail,omitempty"`
 	// Tool is the schema of the report the results come from, or where
 	// they were recovered from.
 	Tool string `json:"tool,omitempty"`
@@ -55,6 +64,11 @@ type HostRun struct {
 	Partial bool `json:"partial,omitempty"`
 	// Results are the harness's own, Brief, with MatrixHost set.
 	Results []Result `json:"results"`
+	// Attempt is 2 for the rerun of a mode whose first guest stalled;
+	// Earlier then holds that first attempt as it ended (status Stalled,
+	// its console's last lines, the results it printed).
+	Attempt int       `json:"attempt,omitempty"`
+	Earlier []HostRun `json:"earlierAttempts,omitempty"`
 }
 
 // FromReport fills the host's results from the harness report the VM sent.
@@ -78,26 +92,37 @@ func ReadMatrix(rd io.Reader) (*Matrix, error) {
 func ReadMatrixFile(path string) (*Matrix, error) { return ReadFileWith(path, ReadMatrix) }
 
 // Unexpected lists what should fail CI: a host without results, a harness
-// that exited non-zero, or a failed result.
+// that exited non-zero, or a failed result, in the last attempt of a host
+// or an earlier one (a stall that a rerun got past is still reported).
 func (m *Matrix) Unexpected() []string {
 	var out []string
 	for _, h := range m.Hosts {
-		var bad []string
-		if h.Status != Reported {
-			bad = append(bad, fmt.Sprintf("%s: %s", h.Host, h.Status))
-		}
-		for _, r := range h.Results {
-			if r.Outcome == Fail {
-				// The first failure too: CI keeps only its log's tail.
-				bad = append(bad, fmt.Sprintf("%s: %s/%s failed: %s", h.Host, r.Name(), r.Runtime, oneLine(firstMessage(r), 300)))
+		for _, e := range h.Earlier {
+			for _, b := range e.unexpected() {
+				out = append(out, fmt.Sprintf("attempt %d of %d: %s", max(e.Attempt, 1), len(h.Earlier)+1, b))
 			}
 		}
-		if h.HarnessExit != nil && *h.HarnessExit != 0 && len(bad) == 0 {
-			bad = append(bad, fmt.Sprintf("%s: harness exited %d", h.Host, *h.HarnessExit))
-		}
-		out = append(out, bad...)
+		out = append(out, h.unexpected()...)
 	}
 	return out
+}
+
+// unexpected is Unexpected of one attempt of a host.
+func (h *HostRun) unexpected() []string {
+	var bad []string
+	if h.Status != Reported {
+		bad = append(bad, fmt.Sprintf("%s: %s", h.Host, h.Status))
+	}
+	for _, r := range h.Results {
+		if r.Outcome == Fail {
+			// The first failure too: CI keeps only its log's tail.
+			bad = append(bad, fmt.Sprintf("%s: %s/%s failed: %s", h.Host, r.Name(), r.Runtime, oneLine(firstMessage(r), 300)))
+		}
+	}
+	if h.HarnessExit != nil && *h.HarnessExit != 0 && len(bad) == 0 {
+		bad = append(bad, fmt.Sprintf("%s: harness exited %d", h.Host, *h.HarnessExit))
+	}
+	return bad
 }
 
 // MergeMatrices joins matrices of separate runs (one per CI job and host)

@@ -25,6 +25,8 @@
 //	     "reason": why skipped / the declared divergence reason,
 //	     "failures": [{"step","message","diff","expected"}],   // diff: go-cmp (-want +got)
 //	     "durationMs",
+//	     "checks": check steps run and nothing-left checks, over every trial (or table inputs judged),
+//	     "daemons": [{"name","durationMs","error"}]: containerd, dockerd, podman, kubelet started for it,
 //	     "trials": {"trials","killed","failed","leaked","leakedItems","maxDeleteMs"} for a case with trials,
 //	     "inputs": [{"input","category","exit","evidence"}] for a table case,
 //	     "steps": [{"id","do","sandbox","command","exit","output","durationMs",
@@ -122,12 +124,18 @@ type Result struct {
 	Reason     string      `json:"reason,omitempty"`
 	Failures   []Failure   `json:"failures,omitempty"`
 	DurationMS int64       `json:"durationMs"`
-	Trials     *Trials     `json:"trials,omitempty"`
-	Inputs     []Input     `json:"inputs,omitempty"`
-	Steps      []Step      `json:"steps,omitempty"`
-	Leaks      []string    `json:"leaks,omitempty"`
-	TreeBefore []string    `json:"treeBefore,omitempty"`
-	TreeAfter  []string    `json:"treeAfter,omitempty"`
+	// Checks is how many checks the result ran (TrialChecks summed over
+	// its trials; a table case: its inputs judged), so that a faster
+	// harness can show it checks no less.
+	Checks int `json:"checks,omitempty"`
+	// Daemons are the daemon starts of the result's context and steps.
+	Daemons    []Daemon `json:"daemons,omitempty"`
+	Trials     *Trials  `json:"trials,omitempty"`
+	Inputs     []Input  `json:"inputs,omitempty"`
+	Steps      []Step   `json:"steps,omitempty"`
+	Leaks      []string `json:"leaks,omitempty"`
+	TreeBefore []string `json:"treeBefore,omitempty"`
+	TreeAfter  []string `json:"treeAfter,omitempty"`
 }
 
 // Name is "case [context]", how -run, -skip and the tables name a result.

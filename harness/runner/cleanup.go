@@ -114,7 +114,7 @@ func diffSets(before, after map[string]bool) (added, removed []string) {
 
 func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 	before := r.snapshot(cs)
-	rec := report.Step{ID: "cleanup", Do: "delete-force"}
+	rec := report.Step{ID: report.CleanupStep, Do: "delete-force"}
 	t0 := time.Now()
 	var notes []string
 	for _, in := range cs.order {
@@ -153,6 +153,8 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 	cs.res.TreeAfter = keys(after)
 	rec.Note = strings.Join(notes, "; ")
 	cs.res.Steps = append(cs.res.Steps, rec)
+	// Counted now: runTrials drops the records of a passing trial.
+	cs.res.Checks += report.TrialChecks(cs.res.Steps)
 	if len(leaks) > 0 {
 		cs.fail("cleanup", fmt.Sprintf("left behind after every sandbox was deleted: %d item(s)", len(leaks)), strings.Join(groupByPath(leaks, len(r.host.Hierarchies)), "\n"))
 		if cs.trials > 1 {

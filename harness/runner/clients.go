@@ -250,11 +250,13 @@ func (r *Runner) setupClient(ctx context.Context, cs *caseState) error {
 		return err
 	}
 	defer logf.Close()
+	t0 := time.Now()
 	c, err := clients.Start(ctx, clients.Options{
 		Bins: r.opt.Clients, Runc: runc, Busybox: r.opt.Busybox, BaseParent: cs.dir,
 		SystemdCgroup: systemd, Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root},
 		Handlers: hs, RunscDebug: r.opt.ClientsDebug, Log: logf, StartCmd: r.startRegistered,
 	})
+	cs.timeDaemon("containerd", t0, err)
 	if err != nil {
 		return fmt.Errorf("starting containerd: %w", err)
 	}

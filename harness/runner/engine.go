@@ -63,11 +63,13 @@ func (r *Runner) setupEngine(ctx context.Context, cs *caseState) error {
 			return err
 		}
 	}
+	t0 := time.Now()
 	e, err := clients.StartEngine(ctx, clients.EngineOptions{
 		Kind: kind, Systemd: systemd, Runtimes: map[string]string{cs.client.engineRT: path},
 		RunscArgs: []string{"--debug-log=" + logs + "/"}, Busybox: r.opt.Busybox, LogDir: cs.dir,
 		Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root}, StartCmd: r.startRegistered,
 	})
+	cs.timeDaemon(engineDaemon(kind), t0, err)
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", kind, err)
 	}
@@ -166,7 +168,13 @@ func (r *Runner) shimGone(in *instance, steps ...clients.Step) []clients.Step {
 func (r *Runner) restartDaemonStep(ctx context.Context, cs *caseState, st *casefile.Step) report.Step {
 	e := cs.client.engine
 	old := e.PID
+	t0 := time.Now()
 	rec, cmd := foldSteps([]clients.Step{e.RestartDaemon(ctx)})
+	var err error
+	if cmd.Exit != 0 {
+		err = fmt.Errorf("exit %d: %s", cmd.Exit, trunc(cmd.Output, 300))
+	}
+	cs.timeDaemon(engineDaemon(e.Kind)+" (restart)", t0, err)
 	rec.ID, rec.Do = st.ID, st.Do
 	for i, p := range cs.callerHolders {
 		if p == old {

@@ -43,12 +43,16 @@ func (r *Runner) setupKubeletPod(ctx context.Context, cs *caseState, mounts []cl
 	// The kubelet makes kubepods.slice at its start: note whether it was
 	// there before (then it is not ours to stop).
 	madeQoS := !r.unitExists(ctx, "kubepods.slice")
+	t0 := time.Now()
 	k, err := cl.c.StartKubelet(ctx, clients.KubeletOptions{Bin: r.opt.Clients.Kubelet, Limit: r.scaled(time.Minute)})
 	if err != nil {
+		cs.timeDaemon("kubelet", t0, err)
 		return nil, err
 	}
 	cl.kubelet, cl.kubeletMadeQoS = k, madeQoS
 	pod, err := k.AddStaticPod(ctx, clients.StaticPod{Name: kubeletPodName, Container: kubeletContainer, Privileged: true, Mounts: mounts}, r.scaled(3*time.Minute))
+	// The kubelet has started once its static pod runs.
+	cs.timeDaemon("kubelet", t0, err)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,11 @@ func (r *Runner) runTable(ctx context.Context, cs *caseState) {
 			cs.fail("input-"+in.Name, "the case timed out before this input", "")
 			continue
 		}
-		cs.res.Inputs = append(cs.res.Inputs, r.runInput(ctx, cs, in))
+		rec := r.runInput(ctx, cs, in)
+		if rec.Skipped == "" {
+			cs.res.Checks++ // its category against the one expected
+		}
+		cs.res.Inputs = append(cs.res.Inputs, rec)
 	}
 }
 
