@@ -47,6 +47,11 @@ type VM struct {
 	// "cgm: powering off" (default 1 minute): once, under TCG, poweroff -f
 	// never ended, and the VM sat until its time limit with its report sent.
 	PowerOffGrace time.Duration
+	// Watchdog, if set, ends the guest as soon as it stops making
+	// progress (Result.Stall says how), instead of waiting for Timeout.
+	Watchdog *Watchdog
+	// StallCheck is how often the Watchdog is asked (default 1 s).
+	StallCheck time.Duration
 }
 
 // Result is what one boot produced.
@@ -54,8 +59,9 @@ type Result struct {
 	Wall          time.Duration
 	Boot          time.Duration // until the payload announced itself; 0 if it never did
 	TimedOut      bool
-	StuckPowerOff bool  // the guest powered off but qemu stayed up past PowerOffGrace
-	ExitErr       error // qemu's own exit status, if it failed
+	Stall         *Stall // the Watchdog ended a guest that made no progress
+	StuckPowerOff bool   // the guest powered off but qemu stayed up past PowerOffGrace
+	ExitErr       error  // qemu's own exit status, if it failed
 	Tail          []string
 	RunningCase   string // from the last "=== RUN" line, if the harness prints them
 	LastDone      string // from the last result line
@@ -294,6 +300,9 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 			line := strings.TrimRight(sc.Text(), "\r")
 			fmt.Fprintln(console, line)
 			t.add(line)
+			if vm.Watchdog != nil {
+				vm.Watchdog.Line(line, time.Now())
+			}
 			mu.Lock()
 			if boot == 0 && strings.HasPrefix(line, marker) {
 				boot = time.Since(start)
@@ -324,6 +333,17 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 	}
 	var stuck <-chan time.Time
 	off := poweringOff
+	var stallTick <-chan time.Time
+	if vm.Watchdog != nil {
+		vm.Watchdog.restart(start)
+		every := vm.StallCheck
+		if every <= 0 {
+			every = time.Second
+		}
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		stallTick = tick.C
+	}
 loop:
 	for {
 		select {
@@ -334,6 +354,12 @@ loop:
 			continue
 		case <-stuck:
 			res.StuckPowerOff = true
+			killGroup()
+			<-waitDone
+		case now := <-stallTick:
+			if res.Stall = vm.Watchdog.Stalled(now); res.Stall == nil {
+				continue
+			}
 			killGroup()
 			<-waitDone
 		case <-timer.C:
@@ -386,6 +412,8 @@ func (r *Result) Describe(mode string, timeout time.Duration) string {
 // Stopped says why a VM ended without sending its results.
 func (r *Result) Stopped(timeout time.Duration) string {
 	switch {
+	case r.Stall != nil:
+		return "guest stalled, VM killed: " + r.Stall.String()
 	case r.TimedOut:
 		return fmt.Sprintf("VM killed after its %s time limit", timeout)
 	case r.ExitErr != nil:

@@ -69,6 +69,12 @@ func fakeQEMU(scenario string, args []string) int {
 	case "crash":
 		fmt.Println("Kernel panic - not syncing: Attempted to kill init!")
 		return 1
+	case "lockup": // issue 38: the harness stuck, the kernel reporting it
+		for {
+			fmt.Println("[ 1834.100000] watchdog: BUG: soft lockup - CPU#1 stuck for 1833s! [cgconform:812]")
+			fmt.Println("[ 1834.100100]  ? __schedule+0x2f5/0x8c0")
+			time.Sleep(20 * time.Millisecond)
+		}
 	case "stuck-poweroff": // seen once under TCG: the guest said so, qemu never exited
 		fmt.Println("cgm: powering off")
 		time.Sleep(10 * time.Minute)
