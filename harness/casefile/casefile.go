@@ -183,9 +183,11 @@ type Step struct {
 	// Duration for sleep and burn ("3s").
 	Duration Duration `json:"duration,omitempty"`
 	// Kill (create, start): SIGKILL the runtime command itself this long
-	// after it started; the step then expects nothing of its exit. On run
-	// in an engine context: the runtime's create that the engine's shim
-	// runs (the engine's runtime is then a wrapper that kills it).
+	// after it started, or (create) at its nth call of a system call on
+	// its own cgroups and state files; the step then expects nothing of
+	// its exit. On run in an engine context: the runtime's create that the
+	// engine's shim runs (the engine's runtime is then a wrapper that
+	// kills it).
 	Kill *Kill `json:"kill,omitempty"`
 	// Process names a setup process (join, kill-process).
 	Process string `json:"process,omitempty"`
@@ -224,11 +226,80 @@ type Step struct {
 
 // Kill is when a runtime command is SIGKILLed: After, or a uniformly
 // random moment between Min and Max (a new one for every instance and
-// trial).
+// trial), or (create only) at the Nth call of Syscall on the sandbox's own
+// cgroup directories and state files, injected by strace.
 type Kill struct {
 	After Duration `json:"after,omitempty"`
 	Min   Duration `json:"min,omitempty"`
 	Max   Duration `json:"max,omitempty"`
+	// Syscall is a system call name as strace takes it (mkdirat, openat,
+	// write, fsync, renameat, flock, clone...).
+	Syscall string `json:"syscall,omitempty"`
+	// Nth is which call of Syscall kills the create: a number, or trial
+	// (the trial number, 1-based), so that trials: N sweeps 1..N.
+	Nth *Nth `json:"nth,omitempty"`
+}
+
+// Nth is a kill's call number: N, or the trial number when Trial is set.
+type Nth struct {
+	N     int
+	Trial bool
+}
+
+// At is the call number in trial (0-based).
+func (n Nth) At(trial int) int {
+	if n.Trial {
+		return trial + 1
+	}
+	return n.N
+}
+
+// UnmarshalJSON implements json.Unmarshaler: a number or "trial".
+func (n *Nth) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		if s != "trial" {
+			return fmt.Errorf("nth is a number or trial, not %q", s)
+		}
+		*n = Nth{Trial: true}
+		return nil
+	}
+	var v int
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("nth is a number or trial: %w", err)
+	}
+	*n = Nth{N: v}
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (n Nth) MarshalJSON() ([]byte, error) {
+	if n.Trial {
+		return json.Marshal("trial")
+	}
+	return json.Marshal(n.N)
+}
+
+// SyscallKillContexts are the contexts a syscall kill runs in: the runtime
+// commands start in C and see the host's cgroup mounts, so the directories
+// strace watches are the ones the harness computes.
+var SyscallKillContexts = []string{"host", "container"}
+
+// syscallRE is a system call name as strace takes it.
+var syscallRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// validateSyscall checks a kill at a system call (step action do).
+func (k *Kill) validateSyscall(f, do string) error {
+	if do != "create" {
+		return ferr(f+".syscall", "only a create is killed at a system call (strace wraps the runtime's create)")
+	}
+	if !syscallRE.MatchString(k.Syscall) {
+		return ferr(f+".syscall", "%q is not a system call name (mkdirat, openat, write, fsync, renameat, clone...)", k.Syscall)
+	}
+	if k.Nth == nil || !k.Nth.Trial && k.Nth.N < 1 {
+		return ferr(f+".nth", "a syscall kill needs nth: a call number from 1, or trial (the trial number, so trials: N sweeps 1..N)")
+	}
+	return nil
 }
 
 // When restricts a step. Empty lists match everything.
@@ -771,6 +842,9 @@ func (c *Case) Validate() error {
 		if st.Do == "stop-unit" && !slices.Contains(c.Requires, "systemd") {
 			return ferr(f+".unit", "stop-unit needs systemd: add systemd to requires")
 		}
+		if err := c.validateSyscallKill(f, st); err != nil {
+			return err
+		}
 	}
 	for i, d := range c.Divergences {
 		f := fmt.Sprintf("divergences[%d]", i)
@@ -909,8 +983,15 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 		if st.Do != "create" && st.Do != "start" && st.Do != "run" {
 			return ferr(f+".kill", "only create and start can be killed (and run in docker and podman contexts: the engine's create)")
 		}
-		fixed, random := k.After.Duration > 0, k.Min.Duration > 0 || k.Max.Duration > 0
-		if fixed == random || (random && (k.Min.Duration < 0 || k.Max.Duration <= k.Min.Duration)) {
+		fixed, random, call := k.After.Duration > 0, k.Min.Duration > 0 || k.Max.Duration > 0, k.Syscall != "" || k.Nth != nil
+		switch {
+		case call && (fixed || random):
+			return ferr(f+".kill", "set after, min < max, or syscall and nth: one of them")
+		case call:
+			if err := k.validateSyscall(f+".kill", st.Do); err != nil {
+				return err
+			}
+		case fixed == random || (random && (k.Min.Duration < 0 || k.Max.Duration <= k.Min.Duration)):
 			return ferr(f+".kill", "set after, or min < max")
 		}
 		if st.Expect != nil {
@@ -1431,4 +1512,26 @@ func jsonFields(t reflect.Type) ([]string, map[string]reflect.Type) {
 		types[tag] = f.Type
 	}
 	return names, types
+}
+
+// validateSyscallKill holds a kill at a system call to what the harness can
+// point strace at: the cgroupfs directories of the sandbox's cgroupsPath
+// (not a systemd unit's, which systemd makes) as the runtime sees them
+// from C (SyscallKillContexts).
+func (c *Case) validateSyscallKill(f string, st *Step) error {
+	if st.Kill == nil || st.Kill.Syscall == "" {
+		return nil
+	}
+	if sb := c.Sandbox(st.Sandbox); sb != nil && slices.Contains(sb.Options, "systemd-cgroup") {
+		return ferr(f+".kill.syscall", "sandbox %s uses systemd-cgroup: systemd makes its cgroups, not the runtime, so no call of the runtime's would be killed", sb.Name)
+	}
+	for _, cx := range c.CaseContexts() {
+		if st.When != nil && len(st.When.Contexts) > 0 && !slices.Contains(st.When.Contexts, cx) {
+			continue
+		}
+		if !slices.Contains(SyscallKillContexts, cx) {
+			return ferr(f+".kill.syscall", "context %s: a syscall kill runs only in %s (the runtime sees the host's cgroup paths from C there); restrict the step with when: {contexts: [...]}", cx, strings.Join(SyscallKillContexts, ", "))
+		}
+	}
+	return nil
 }

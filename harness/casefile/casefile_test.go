@@ -161,6 +161,15 @@ func TestParseBad(t *testing.T) {
 		{"kill a run", "{do: run, sandbox: a}|{do: run, sandbox: a, kill: {after: 1s}}", "steps[0].do: killed run runs only in docker, docker-systemd, podman, podman-systemd, not host"},
 		{"kill an exec", "{do: run, sandbox: a}|{do: exec, sandbox: a, args: [true], kill: {after: 1s}}", "steps[0].kill: only create and start can be killed"},
 		{"table with steps", "contexts: [host, container]|contexts: [host, container]\ninputs:\n  - {name: dot, path: \"x-${token}\", expect: refused}", "steps: a table case (inputs) runs the table protocol"},
+		{"syscall kill", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {syscall: mkdirat, nth: trial}}", ""},
+		{"syscall kill at a number", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {syscall: openat, nth: 3}}", ""},
+		{"syscall kill without nth", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {syscall: mkdirat}}", "steps[0].kill.nth: a syscall kill needs nth"},
+		{"syscall kill at zero", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {syscall: mkdirat, nth: 0}}", "steps[0].kill.nth: a syscall kill needs nth"},
+		{"syscall kill nth a word", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {syscall: mkdirat, nth: every}}", `nth is a number or trial, not "every"`},
+		{"syscall kill not a name", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {syscall: \"mkdirat -o x\", nth: 1}}", `steps[0].kill.syscall: "mkdirat -o x" is not a system call name`},
+		{"syscall kill and a delay", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {syscall: mkdirat, nth: 1, after: 1s}}", "steps[0].kill: set after, min < max, or syscall and nth: one of them"},
+		{"syscall kill of a start", "{do: run, sandbox: a}|{do: start, sandbox: b, kill: {syscall: mkdirat, nth: 1}}", "steps[0].kill.syscall: only a create is killed at a system call"},
+		{"syscall kill with expect", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {syscall: mkdirat, nth: 1}, expect: {anyExit: true}}", "steps[0].expect: a killed command has no exit status"},
 		{"kill window backwards", "{do: run, sandbox: a}|{do: create, sandbox: a, kill: {min: 2s, max: 1s}}", "steps[0].kill: set after, or min < max"},
 		{"join an unknown process", "{do: run, sandbox: a}|{do: join, sandbox: a, process: ghost}", `steps[0].process: "ghost" is not a process of the case's setup`},
 		{"variable typo in a check's cgroup", "check: {placement: {sandbox: a, relation: beneath, path: x}}|check: {file: {cgroup: \"caller/p-${tokn}\", name: pids.max, equals: \"1\"}}", "steps[1].check.file.cgroup: unknown variable ${tokn}"},
@@ -206,6 +215,35 @@ func TestParseBad(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Parse error = %v, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// A syscall kill is refused where the harness cannot point strace at the
+// create's cgroups: a systemd driver's (systemd makes them) and a context
+// whose runtime sees other cgroup paths than the host's from C.
+func TestParseSyscallKillWhere(t *testing.T) {
+	for _, tc := range []struct{ name, options, contexts, when, wantErr string }{
+		{"host and container", "[]", "[host, container]", "", ""},
+		{"systemd driver", "[systemd-cgroup]", "[host]", "", "steps[0].kill.syscall: sandbox a uses systemd-cgroup: systemd makes its cgroups"},
+		{"a pod", "[]", "[host, kubepods-delegated]", "", "steps[0].kill.syscall: context kubepods-delegated: a syscall kill runs only in host, container"},
+		{"a pod, the step for the host only", "[]", "[host, kubepods-delegated]", ", when: {contexts: [host]}", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := fmt.Sprintf(`name: sweep
+purpose: p
+source: s
+requires: [root, cgroup-v2]
+contexts: %s
+sandboxes:
+  - {name: a, options: %s, spec: {linux: {cgroupsPath: "s-${token}/${id}"}}}
+steps:
+  - {do: create, sandbox: a, kill: {syscall: mkdirat, nth: trial}%s}
+`, tc.contexts, tc.options, tc.when)
+			_, err := Parse([]byte(src))
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Parse error = %v, want %q", err, tc.wantErr)
 			}
 		})
 	}

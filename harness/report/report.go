@@ -27,7 +27,7 @@
 //	     "durationMs",
 //	     "checks": check steps run and nothing-left checks, over every trial (or table inputs judged),
 //	     "daemons": [{"name","durationMs","error"}]: containerd, dockerd, podman, kubelet started for it,
-//	     "trials": {"trials","killed","failed","leaked","leakedItems","maxDeleteMs"} for a case with trials,
+//	     "trials": {"trials","killed","notKilled","failed","leaked","leakedItems","maxDeleteMs"} for a case with trials,
 //	     "inputs": [{"input","category","exit","evidence"}] for a table case,
 //	     "steps": [{"id","do","sandbox","command","exit","output","durationMs",
 //	                "error","added","removed","processes":[{"pid","role","cgroups"}],"skipped"}],
@@ -163,6 +163,10 @@ type Trials struct {
 	// Killed counts trials in which a kill step really SIGKILLed its
 	// runtime command (it may have exited before its moment came).
 	Killed int `json:"killed"`
+	// NotKilled counts trials in which a create to be killed at a system
+	// call ran to its end, exit 0: its nth call never came (a sweep
+	// past its last kill point).
+	NotKilled int `json:"notKilled,omitempty"`
 	// Failed counts trials with an unmet expectation.
 	Failed int `json:"failed"`
 	// Leaked counts trials that left something behind (cgroup or

@@ -26,6 +26,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/runsc-cgroups/cgconform/clients/build"
@@ -423,6 +424,9 @@ type cmdResult struct {
 	err    error
 	// killed: the harness SIGKILLed the command (runKilled).
 	killed bool
+	// signal is the signal the command died of, 0 if it exited (strace
+	// dies of the SIGKILL it injected into the runtime).
+	signal unix.Signal
 }
 
 // runCommand runs argv through the exec-in-cgroup re-exec, in the caller
@@ -506,6 +510,9 @@ func (r *Runner) runKilled(ctx context.Context, cs *caseState, in *instance, arg
 	// its gone control socket and fail.
 	r.reaper.reap()
 	res.exit = cmd.ProcessState.ExitCode()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		res.signal = ws.Signal()
+	}
 	if werr != nil {
 		var ee *exec.ExitError
 		if !errors.As(werr, &ee) {
@@ -586,6 +593,11 @@ type caseState struct {
 	// killed whether a kill step of it SIGKILLed its command.
 	maxDelete time.Duration
 	killed    bool
+	// notKilled: a syscall kill's create ran to its end, exit 0 (its nth
+	// call never came); sweepKilled names a sweep's step (nth: trial)
+	// whose create was killed in this trial.
+	notKilled   bool
+	sweepKilled string
 	// killRuns is, per kill step, the longest run of its command that
 	// ended before the kill, over the trials so far (see killDelay).
 	killRuns map[string]time.Duration
@@ -730,7 +742,7 @@ func (r *Runner) runTrials(ctx context.Context, cs *caseState) {
 			cs.fail("trials", fmt.Sprintf("interrupted before trial %d of %d", t+1, n), "")
 			break
 		}
-		cs.trial, cs.maxDelete, cs.killed = t, 0, false
+		cs.trial, cs.maxDelete, cs.killed, cs.notKilled, cs.sweepKilled = t, 0, false, false, ""
 		if n > 1 {
 			cs.suffix = fmt.Sprintf("-t%0*d", len(fmt.Sprint(n-1)), t)
 		}
@@ -742,6 +754,9 @@ func (r *Runner) runTrials(ctx context.Context, cs *caseState) {
 		}
 		failuresBefore, stepsBefore, leaksBefore := len(res.Failures), len(res.Steps), len(res.Leaks)
 		r.runTrial(ctx, cs)
+		if t == n-1 && cs.sweepKilled != "" {
+			cs.fail(cs.sweepKilled, fmt.Sprintf("the sweep did not reach its end: the create was still killed in the last trial (nth = %d); raise trials until a create runs to its end", n), "")
+		}
 		stats.Trials++
 		failed := len(res.Failures) > failuresBefore
 		if failed {
@@ -754,6 +769,9 @@ func (r *Runner) runTrials(ctx context.Context, cs *caseState) {
 		stats.MaxDeleteMS = max(stats.MaxDeleteMS, cs.maxDelete.Milliseconds())
 		if cs.killed {
 			stats.Killed++
+		}
+		if cs.notKilled {
+			stats.NotKilled++
 		}
 		if n > 1 {
 			keep := t == 0 || (failed && keptFailed < keptTrials)

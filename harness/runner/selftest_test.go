@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 	"github.com/runsc-cgroups/cgconform/harness/roottest"
 )
@@ -43,6 +45,9 @@ type fakeState struct {
 }
 
 func fakeRuntime(kind string, args []string) int {
+	// One thread for every system call of the main goroutine: strace
+	// counts a syscall kill's nth per thread (TestSelfTestSyscallKill).
+	runtime.LockOSThread()
 	right := kind != "runc-wrong"
 	if len(args) < 3 || args[0] != "--root" {
 		fmt.Fprintln(os.Stderr, "fake runtime: want --root DIR CMD ...")
@@ -62,7 +67,10 @@ func fakeRuntime(kind string, args []string) int {
 		}
 		// Shows the bundle's annotations, and refuses a spec that asks
 		// it to (fake.refuse), as a kernel refuses a limit.
-		var spec struct{ Annotations map[string]string }
+		var spec struct {
+			Annotations map[string]string
+			Linux       struct{ CgroupsPath string }
+		}
 		if len(rest) == 3 && rest[0] == "--bundle" {
 			b, _ := os.ReadFile(filepath.Join(rest[1], "config.json"))
 			_ = json.Unmarshal(b, &spec)
@@ -91,6 +99,14 @@ func fakeRuntime(kind string, args []string) int {
 			target := path.Join(caller, "fake-"+id)
 			if !right {
 				target = path.Join(path.Dir(caller), "fake-"+id)
+			}
+			if cp := spec.Linux.CgroupsPath; cp != "" && right {
+				// A relative cgroupsPath, where a runtime puts it.
+				base := caller
+				if host.Mode == mode.V2 {
+					base = path.Dir(caller)
+				}
+				target = path.Join(base, cp)
 			}
 			dir := h.Dir(target)
 			if err := os.Mkdir(dir, 0o755); err != nil {
@@ -619,4 +635,74 @@ func TestSelfTestRuntimeCases(t *testing.T) {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	assertNoTestRootLeft(t, rep.RunID)
+}
+
+const syscallKillCase = `
+name: syscall-kill
+purpose: a create killed by strace at its nth mkdirat of its cgroups, for nth = 1..trials
+source: harness self-test
+requires: [root]
+trials: %d
+sandboxes:
+  - name: a
+    spec:
+      linux: {cgroupsPath: "fake-${id}"}
+steps:
+  - {id: create-killed, do: create, sandbox: a, kill: {syscall: mkdirat, nth: trial}}
+  - {id: delete, do: delete-force, sandbox: a}
+  - {id: nothing-left, do: check, check: {nothingLeft: true}}
+`
+
+// TestSelfTestSyscallKill: the fake runtime makes its cgroup in each of
+// the host's H hierarchies, one mkdirat each on one thread, so a sweep of
+// H+1 trials is killed at each of them and runs to its end in the last
+// (not killed, not a failure); a sweep cut short (one trial: killed at its
+// first mkdirat) never gets there and fails saying so.
+func TestSelfTestSyscallKill(t *testing.T) {
+	busybox := "/usr/bin/busybox"
+	roottest.Require(t, busybox)
+	if _, err := exec.LookPath("strace"); err != nil {
+		t.Skip("needs strace (apt-get install strace)")
+	}
+	host, err := cgroupfs.Detect()
+	if err != nil {
+		t.Skip(err)
+	}
+	h := len(host.Hierarchies)
+	for _, tc := range []struct {
+		name     string
+		trials   int
+		complete bool
+	}{
+		{"complete", h + 1, true},
+		{"cut short", 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := runSelfTest(t, fmt.Sprintf(syscallKillCase, tc.trials), busybox, "runc-right")
+			res := rep.Results[0]
+			if tc.complete {
+				if res.Trials == nil {
+					t.Fatalf("no trial summary: %+v", res)
+				}
+				if got, want := *res.Trials, (report.Trials{Trials: h + 1, Killed: h, NotKilled: 1, Failed: h, Leaked: h}); got.Trials != want.Trials || got.Killed != want.Killed || got.NotKilled != want.NotKilled || got.Failed != want.Failed || got.Leaked != want.Leaked {
+					t.Errorf("trials %+v, want %+v (leakedItems and maxDeleteMs aside)", got, want)
+				}
+			}
+			if note := res.Steps[0].Note; !strings.Contains(note, "SIGKILLed by strace at its 1st mkdirat: mkdirat(AT_FDCWD, \"") {
+				t.Errorf("trial 1's create: note %q", note)
+			}
+			cut := false
+			for _, f := range res.Failures {
+				if f.Step == "create-killed" && strings.Contains(f.Message, "the sweep did not reach its end") {
+					cut = true
+				}
+				if strings.Contains(f.Message, fmt.Sprintf("trial %d/%d", tc.trials, tc.trials)) && tc.complete {
+					t.Errorf("the trial that ran to its end failed: %+v", f)
+				}
+			}
+			if cut == tc.complete {
+				t.Errorf("sweep cut short reported: %v, want %v (failures %+v)", cut, !tc.complete, res.Failures)
+			}
+		})
+	}
 }

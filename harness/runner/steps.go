@@ -176,13 +176,7 @@ func (r *Runner) runtimeArgs(cs *caseState, in *instance, action string, st *cas
 // runtime to read: the instance's bundle folder, which the runtime
 // commands of every context see.
 func resourcesFile(in *instance, st *casefile.Step) string {
-	safe := strings.Map(func(r rune) rune {
-		if r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, st.ID)
-	return filepath.Join(in.bundle, "update-"+safe+".json")
+	return filepath.Join(in.bundle, "update-"+safeName(st.ID)+".json")
 }
 
 func record(res cmdResult) report.Step {
@@ -227,11 +221,25 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 			}
 			in.before = r.snapshot(cs)
 		}
-		last = r.runKilled(ctx, cs, in, r.runtimeArgs(cs, in, a, st), r.commandLimit(), killAfter)
+		argv, straced := r.runtimeArgs(cs, in, a, st), ""
+		if st.Kill != nil && st.Kill.Syscall != "" {
+			var err error
+			if argv, straced, err = r.syscallKillArgv(cs, in, st, argv); err != nil {
+				cs.fail(st.ID, in.label+": "+err.Error(), "")
+				in.created = true // as a failed create: cleanup deletes the ID
+				return report.Step{Error: err.Error()}, nil
+			}
+		}
+		last = r.runKilled(ctx, cs, in, argv, r.commandLimit(), killAfter)
 		total += last.dur
 		rec = record(last)
 		if a == "delete" || a == "delete-force" {
 			cs.noteDelete(last.dur)
+		}
+		if straced != "" {
+			rec.Note = r.syscallKilled(cs, st, in, last, straced)
+			in.created = true // whatever it got to, delete must find it
+			break
 		}
 		if st.Kill != nil {
 			cs.learnKill(st, last)
@@ -315,8 +323,8 @@ func (r *Runner) respec(cs *caseState, in *instance, st *casefile.Step) error {
 func (r *Runner) killDelay(cs *caseState, st *casefile.Step) time.Duration {
 	k := st.Kill
 	switch {
-	case k == nil:
-		return 0
+	case k == nil || k.Syscall != "":
+		return 0 // a syscall kill's moment is strace's
 	case k.After.Duration > 0:
 		return r.scaled(k.After.Duration)
 	}
@@ -333,7 +341,7 @@ func (r *Runner) killDelay(cs *caseState, st *casefile.Step) time.Duration {
 // learnKill records how long the command of kill step st ran when it ended
 // before its kill (see killDelay).
 func (cs *caseState) learnKill(st *casefile.Step, res cmdResult) {
-	if st.Kill == nil || st.Kill.After.Duration > 0 || res.killed {
+	if st.Kill == nil || st.Kill.After.Duration > 0 || st.Kill.Syscall != "" || res.killed {
 		return
 	}
 	cs.mu.Lock()
@@ -347,6 +355,43 @@ func (cs *caseState) learnKill(st *casefile.Step, res cmdResult) {
 }
 
 func killKey(st *casefile.Step) string { return st.ID + "/" + st.Do + "/" + st.Sandbox }
+
+// syscallKilled accounts for a create run under strace (kill: {syscall}),
+// whose record is at straced, and says what happened: killed at its nth
+// call, or run to its end (the nth call never came: not killed, and held
+// to exit 0 like any create).
+func (r *Runner) syscallKilled(cs *caseState, st *casefile.Step, in *instance, res cmdResult, straced string) string {
+	k := st.Kill
+	at := ordinal(k.Nth.At(cs.trial)) + " " + k.Syscall
+	if res.signal == unix.SIGKILL && res.err == nil {
+		cs.mu.Lock()
+		cs.killed = true
+		if k.Nth.Trial {
+			cs.sweepKilled = st.ID
+		}
+		cs.mu.Unlock()
+		b, _ := os.ReadFile(straced)
+		if call := killedCall(string(b)); call != "" {
+			return fmt.Sprintf("SIGKILLed by strace at its %s: %s", at, call)
+		}
+		return "SIGKILLed by strace at its " + at
+	}
+	if res.exit == 0 && res.err == nil {
+		cs.mu.Lock()
+		cs.notKilled = true
+		cs.mu.Unlock()
+		return fmt.Sprintf("not killed: the create ran to its end (exit 0) without a %s on its paths", at)
+	}
+	why := fmt.Sprintf("exited %d", res.exit)
+	if res.err != nil {
+		why = res.err.Error()
+	} else if res.signal != 0 {
+		why = "died of " + unix.SignalName(res.signal)
+	}
+	msg := fmt.Sprintf("%s: the create %s before its %s, not killed by strace (strace's record: %s)", in.label, why, at, straced)
+	cs.fail(st.ID, msg, "")
+	return msg
+}
 
 // cycleStep runs Repeat rounds of create, start and delete --force of one
 // instance, each command held to exit 0: instances of a count: N sandbox

@@ -1,0 +1,200 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/harness/casefile"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/report"
+	"golang.org/x/sys/unix"
+)
+
+func TestStraceArgv(t *testing.T) {
+	runsc := []string{"/bin/runsc", "--root", "/r", "create", "--bundle", "/b", "id"}
+	paths := []string{"/sys/fs/cgroup/memory/c/sweep", "/r/id_sandbox:id.lock"}
+	for _, tc := range []struct {
+		name, syscall string
+		nth           int
+		want          []string
+	}{
+		{"a path syscall watches the paths", "mkdirat", 3, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
+			"-P", "/sys/fs/cgroup/memory/c/sweep", "-P", "/r/id_sandbox:id.lock",
+			"-e", "trace=mkdirat", "-e", "inject=mkdirat:signal=KILL:when=3",
+			"/bin/runsc", "--root", "/r", "create", "--bundle", "/b", "id"}},
+		{"clone has no path: every one counts", "clone", 1, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
+			"-e", "trace=clone", "-e", "inject=clone:signal=KILL:when=1",
+			"/bin/runsc", "--root", "/r", "create", "--bundle", "/b", "id"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := straceArgv("/usr/bin/strace", "/log/x.strace", tc.syscall, tc.nth, paths, runsc)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("argv (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCreatedLevels(t *testing.T) {
+	for _, tc := range []struct {
+		name, path, base, root string
+		want                   []string
+	}{
+		{"relative, two levels", "sweep-t/id", "/cg/001/host", "/cg/001", []string{"/cg/001/host/sweep-t", "/cg/001/host/sweep-t/id"}},
+		{"relative, clamped", "../../x-t/id", "/cg/001/host", "/cg/001", []string{"/cg/001/host/x-t", "/cg/001/host/x-t/id"}},
+		{"absolute below the case root", "/cg/001/abs/id", "/cg/001/host", "/cg/001", []string{"/cg/001/abs", "/cg/001/abs/id"}},
+		{"absolute elsewhere: every level", "/x-t/id", "/cg/001/host", "/cg/001", []string{"/x-t", "/x-t/id"}},
+		{"none", "", "/cg/001/host", "/cg/001", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, createdLevels(tc.path, tc.base, tc.root)); diff != "" {
+				t.Errorf("levels (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// sweepPaths: the levels of the bundle's cgroupsPath where a relative path
+// lands in every hierarchy (beneath C on hybrid, beside it on v2), through
+// every symlink to a mount too, then the runtime's state files.
+func TestSweepPaths(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mode mode.Cgroup
+		kind string
+		want []string
+	}{
+		{"hybrid runsc", mode.Hybrid, "runsc", []string{
+			"M/cpu,cpuacct/cg/001/host/sweep-t", "M/cpu,cpuacct/cg/001/host/sweep-t/id",
+			"M/cpu/cg/001/host/sweep-t", "M/cpu/cg/001/host/sweep-t/id",
+			"M/memory/cg/001/host/sweep-t", "M/memory/cg/001/host/sweep-t/id",
+			"R/id_sandbox:id.state", "R/id_sandbox:id.state.tmp", "R/id_sandbox:id.lock"}},
+		{"v2 runc", mode.V2, "runc", []string{
+			"M/cpu,cpuacct/cg/001/sweep-t", "M/cpu,cpuacct/cg/001/sweep-t/id",
+			"M/cpu/cg/001/sweep-t", "M/cpu/cg/001/sweep-t/id",
+			"M/memory/cg/001/sweep-t", "M/memory/cg/001/sweep-t/id",
+			"R/id", "R/id/state.json"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mnt, root, bundle := t.TempDir(), t.TempDir(), t.TempDir()
+			for _, d := range []string{"cpu,cpuacct", "memory"} {
+				if err := os.Mkdir(filepath.Join(mnt, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink("cpu,cpuacct", filepath.Join(mnt, "cpu")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(bundle, "config.json"), []byte(`{"linux": {"cgroupsPath": "sweep-t/id"}}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := &Runner{host: &cgroupfs.Host{Mode: tc.mode, Hierarchies: []cgroupfs.Hierarchy{
+				{Key: "cpu,cpuacct", Mount: filepath.Join(mnt, "cpu,cpuacct")},
+				{Key: "memory", Mount: filepath.Join(mnt, "memory")},
+			}}}
+			cs := &caseState{cx: "host", rt: Runtime{Kind: tc.kind}, root: "/cg/001", caller: map[string]string{"cpu,cpuacct": "/cg/001/host", "memory": "/cg/001/host"}}
+			got, err := r.sweepPaths(cs, &instance{id: "id", root: root, bundle: bundle})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				got[i] = strings.NewReplacer(mnt, "M", root, "R").Replace(got[i])
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("paths (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("not in a cgroup namespace", func(t *testing.T) {
+		r := &Runner{host: &cgroupfs.Host{Mode: mode.V2}}
+		cs := &caseState{cx: "kubepods-delegated", cgroupns: true}
+		if _, err := r.sweepPaths(cs, &instance{}); err == nil || !strings.Contains(err.Error(), "runs only in the host, container contexts") {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+func TestKilledCall(t *testing.T) {
+	for _, tc := range []struct{ name, record, want string }{
+		{"one thread", `10 mkdirat(AT_FDCWD, "/sys/fs/cgroup/pids/c/s", 0755) = 0
+10 mkdirat(AT_FDCWD, "/sys/fs/cgroup/pids/c/s/id", 0755) = ?
+10 +++ killed by SIGKILL +++
+`, `mkdirat(AT_FDCWD, "/sys/fs/cgroup/pids/c/s/id", 0755) = ?`},
+		{"resumed after another thread's line", `10 renameat(AT_FDCWD, "/r/a.state.tmp", AT_FDCWD, "/r/a.state" <unfinished ...>
+11 openat(AT_FDCWD, "/r/a.lock", O_RDWR) = 7
+10 <... renameat resumed>)           = ?
+11 +++ killed by SIGKILL +++
+10 +++ killed by SIGKILL +++
+`, `renameat(AT_FDCWD, "/r/a.state.tmp", AT_FDCWD, "/r/a.state") = ?`},
+		{"a signal line between", `10 openat(AT_FDCWD, "/r/a.lock", O_RDWR|O_CREAT, 0640) = ?
+12 --- SIGURG {si_signo=SIGURG, si_code=SI_TKILL, si_pid=2596, si_uid=0} ---
+12 +++ killed by SIGKILL +++
+10 +++ killed by SIGKILL +++
+`, `openat(AT_FDCWD, "/r/a.lock", O_RDWR|O_CREAT, 0640) = ?`},
+		{"never resumed", `10 clone(child_stack=0x1, flags=CLONE_VM <unfinished ...>
+10 +++ killed by SIGKILL +++
+`, `clone(child_stack=0x1, flags=CLONE_VM`},
+		{"not killed", `10 fsync(5) = 0
+`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := killedCall(tc.record); got != tc.want {
+				t.Errorf("killedCall = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOrdinal(t *testing.T) {
+	var got []string
+	for _, n := range []int{1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111} {
+		got = append(got, ordinal(n))
+	}
+	want := []string{"1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ordinals (-want +got):\n%s", diff)
+	}
+}
+
+// A create that strace killed counts as killed; one that ran to its end,
+// exit 0, as not killed and not a failure; one that failed on its own is
+// a failure of the step.
+func TestSyscallKilledAccounting(t *testing.T) {
+	record := filepath.Join(t.TempDir(), "x.strace")
+	if err := os.WriteFile(record, []byte("10 write(5, \"{\", 1) = ?\n10 +++ killed by SIGKILL +++\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := &casefile.Step{ID: "create-killed", Do: "create", Kill: &casefile.Kill{Syscall: "write", Nth: &casefile.Nth{Trial: true}}}
+	for _, tc := range []struct {
+		name              string
+		res               cmdResult
+		killed, notKilled bool
+		sweepKilled, note string
+		failures          int
+	}{
+		{"killed", cmdResult{exit: -1, signal: unix.SIGKILL}, true, false, "create-killed", `SIGKILLed by strace at its 3rd write: write(5, "{", 1) = ?`, 0},
+		{"ran to its end", cmdResult{exit: 0}, false, true, "", "not killed: the create ran to its end (exit 0) without a 3rd write on its paths", 0},
+		{"failed on its own", cmdResult{exit: 1}, false, false, "", "a: the create exited 1 before its 3rd write, not killed by strace", 1},
+		{"timed out", cmdResult{exit: -1, signal: unix.SIGKILL, err: errTest("timed out after 1m30s")}, false, false, "", "a: the create timed out after 1m30s before its 3rd write", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &report.Result{}
+			cs := &caseState{res: res, trial: 2, trials: 8}
+			note := (&Runner{}).syscallKilled(cs, st, &instance{label: "a"}, tc.res, record)
+			if !strings.HasPrefix(note, tc.note) {
+				t.Errorf("note = %q, want it to start with %q", note, tc.note)
+			}
+			if cs.killed != tc.killed || cs.notKilled != tc.notKilled || cs.sweepKilled != tc.sweepKilled || len(res.Failures) != tc.failures {
+				t.Errorf("killed %v, notKilled %v, sweepKilled %q, failures %+v; want %v, %v, %q, %d failures", cs.killed, cs.notKilled, cs.sweepKilled, res.Failures, tc.killed, tc.notKilled, tc.sweepKilled, tc.failures)
+			}
+		})
+	}
+}
+
+type errTest string
+
+func (e errTest) Error() string { return string(e) }
