@@ -38,9 +38,10 @@ const DefaultKernelPkg = "linux-image-6.1.0-50-cloud-amd64"
 // (files/init). containernetworking-plugins picks podman's network stack
 // (a virtual package debootstrap cannot choose); apparmor is docker.io's
 // recommendation, without which dockerd refuses every container on a
-// kernel with AppArmor on (the systemd modes mount securityfs).
+// kernel with AppArmor on (the systemd modes mount securityfs). strace runs
+// the killsweep cases' creates (kill: {syscall}), in the busybox modes too.
 var systemdPackages = []string{"systemd", "systemd-sysv", "dbus", "busybox-static", "runc", "crun", "ca-certificates",
-	"docker.io", "podman", "containernetworking-plugins", "apparmor"}
+	"docker.io", "podman", "containernetworking-plugins", "apparmor", "strace"}
 
 // maskedUnits would start Debian's own daemons at boot, with the default
 // roots the harness's contexts keep away from.
