@@ -39,6 +39,7 @@ func main() {
 	flag.StringVar(&o.runtimes, "runtimes", "", "-runtimes for the harness in the VM, name=path pairs (default: the payload's runsc-patched and runsc-stock, runc, crun)")
 	flag.DurationVar(&o.timeout, "timeout", 0, "time limit of each VM (0: 3h under TCG, where one mode's whole case set takes up to an hour alone and more beside another VM; 60m with KVM)")
 	flag.Float64Var(&o.timeScale, "time-scale", 0, "the harness's -time-scale, multiplying every time bound of the cases (0: 10 under TCG, 1 with KVM)")
+	flag.DurationVar(&o.stall, "stall", defaultStall, "end a guest that makes no progress this long (no case line, no userspace line, only the kernel's lockup reports), multiplied by -time-scale and, for a case with a longer timeout or with trials, by those; its mode then runs once more and both attempts are reported (0: wait for -timeout)")
 	flag.DurationVar(&o.budget, "budget", 0, "time limit of the whole matrix, images included; each VM gets an equal share of what is left (0: none)")
 	flag.StringVar(&o.runRE, "run", "", "passed to the harness as -run: only cases whose \"name [context]\" match (no blanks)")
 	flag.StringVar(&o.skipRE, "skip", "", "passed to the harness as -skip: leave out cases whose \"name [context]\" match (no blanks)")
@@ -95,7 +96,7 @@ type options struct {
 	modes, out, cache, bin, cases, runtimes, kernelPkg, accel string
 	kernelArgs                                                string
 	runRE, skipRE, harnessArgs                                string
-	timeout, budget                                           time.Duration
+	timeout, budget, stall                                    time.Duration
 	timeScale                                                 float64
 	jobs, cpus, mem                                           int
 	standin, quiet, console                                   bool
@@ -155,10 +156,12 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 		return nil, err
 	}
 	defer unlock() // closing twice is harmless; released early below
+	t0 := time.Now()
 	kernel, err := b.Kernel(ctx)
 	if err != nil {
 		return nil, err
 	}
+	kernelTime := time.Since(t0)
 	if kvm && o.accel != "kvm" {
 		if kvm, err = vmrun.KeepKVM(ctx, kernel, logf); err != nil {
 			return nil, err
@@ -172,10 +175,12 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 	}
 	logf("accelerator %s: each VM may take %s, the cases' time bounds are scaled by %g", accelName(kvm), o.timeout, o.timeScale)
 	bases := map[vmimage.Base]string{}
+	baseTime := map[vmimage.Base]time.Duration{}
 	for _, m := range modes {
 		if _, ok := bases[m.Base]; ok {
 			continue
 		}
+		t0 := time.Now()
 		p, err := b.BusyboxInitramfs(ctx)
 		if m.Base == vmimage.BaseSystemd {
 			p, err = b.SystemdDisk(ctx)
@@ -183,14 +188,16 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 		if err != nil {
 			return nil, fmt.Errorf("building the %s image: %w", m.Base, err)
 		}
-		bases[m.Base] = p
+		bases[m.Base], baseTime[m.Base] = p, time.Since(t0)
 	}
 	// Every mode gets the Debian disk: the busybox ones take Docker and
 	// Podman from it.
+	t0 = time.Now()
 	debian, err := b.SystemdDisk(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("building the systemd image: %w", err)
 	}
+	debianTime := time.Since(t0)
 	unlock()
 	// One copy of bin/ and cases/ for every mode of this run.
 	staged, err := payload.Stage(filepath.Join(o.out, "payload"))
@@ -201,17 +208,32 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 	logf("images ready in %s (kernel %s)", time.Since(start).Round(time.Second), kernel)
 
 	matrix := &report.Matrix{Schema: report.MatrixSchema, Kernel: o.kernelPkg, Accel: accelName(kvm)}
+	bound := watchdogBound(o, payload.CasesDir != "" && payload.Command == "")
+	if bound != nil {
+		logf("a guest with no progress for %s (longer for a case with a longer timeout or trials) is ended and its mode run once more", bound(""))
+	}
 	matrix.Hosts = runModes(ctx, o.jobs, modes, func(i int, m vmimage.Mode, unfinished int) report.HostRun {
 		n := len(modes)
 		logf("[%d/%d] mode %s: %s", i+1, n, m.Name, m.About)
-		timeout := o.timeout
-		if o.budget > 0 {
-			timeout = min(timeout, budgetShare(o.budget-time.Since(start), unfinished, o.jobs))
+		attempt := func() report.HostRun {
+			timeout := o.timeout
+			if o.budget > 0 {
+				timeout = min(timeout, budgetShare(o.budget-time.Since(start), unfinished, o.jobs))
+			}
+			logf("[%d/%d] mode %s: time limit %s", i+1, n, m.Name, timeout.Round(time.Second))
+			mr := runMode(ctx, o, m, kernel, bases[m.Base], debian, staged, kvm, timeout, bound)
+			// The time to have the images it boots (each made once).
+			mr.ImageSeconds = (kernelTime + baseTime[m.Base] + debianTime).Seconds()
+			logf("[%d/%d] mode %s: %s, boot %.0fs, total %.0fs, %d results", i+1, n, m.Name, mr.Status, mr.BootSeconds, mr.WallSeconds, len(mr.Results))
+			return mr
 		}
-		logf("[%d/%d] mode %s: time limit %s", i+1, n, m.Name, timeout.Round(time.Second))
-		mr := runMode(ctx, o, m, kernel, bases[m.Base], debian, staged, kvm, timeout)
-		logf("[%d/%d] mode %s: %s, boot %.0fs, total %.0fs, %d results", i+1, n, m.Name, mr.Status, mr.BootSeconds, mr.WallSeconds, len(mr.Results))
-		return mr
+		return rerunStalled(attempt, func(first *report.HostRun) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			logf("[%d/%d] mode %s: the guest stalled; running the mode once more (both attempts are reported, the first in %s.attempt1)", i+1, n, m.Name, m.Name)
+			return keepAttempt(o.out, m.Name)
+		})
 	})
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("interrupted: %w", err)

@@ -18,7 +18,8 @@ import (
 
 // runMode boots one VM and turns what came back into a HostRun. It never
 // fails the whole matrix: a broken host is a row saying why.
-func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debian string, p *vmimage.Staged, kvm bool, timeout time.Duration) report.HostRun {
+// bound, if not nil, is the stall bound of each case (vmrun.Watchdog).
+func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debian string, p *vmimage.Staged, kvm bool, timeout time.Duration, bound func(string) time.Duration) report.HostRun {
 	mr := report.HostRun{Host: mode.Host(m.Name), About: m.About, Status: report.NoReport}
 	dir := filepath.Join(o.out, m.Name)
 	if err := os.RemoveAll(dir); err != nil {
@@ -29,7 +30,9 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debia
 		mr.Problem = err.Error()
 		return mr
 	}
+	t0 := time.Now()
 	disk, err := p.Disk(ctx, dir)
+	mr.PayloadSeconds = time.Since(t0).Seconds()
 	if err != nil {
 		mr.Problem = err.Error()
 		return mr
@@ -44,6 +47,9 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debia
 		ConsoleLog: filepath.Join(dir, "console.log"),
 		ReportPath: filepath.Join(dir, "serial-report.txt"),
 		OnLine:     lineHandler(m.Name, o.quiet),
+	}
+	if bound != nil {
+		vm.Watchdog = vmrun.NewWatchdog(time.Now(), bound)
 	}
 	switch m.Base {
 	case vmimage.BaseBusybox:
@@ -81,7 +87,9 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debia
 	files, ferr := vmimage.Collect(ctx, vm.ReportPath, disk)
 	if ferr != nil {
 		mr.Status = report.NoReport
-		if res.TimedOut {
+		if res.Stall != nil {
+			mr.Status = report.Stalled
+		} else if res.TimedOut {
 			mr.Status = report.TimedOut
 		} else if res.ExitErr != nil {
 			mr.Status = report.Crashed
