@@ -66,18 +66,21 @@ func WriteMarkdown(w io.Writer, m *report.Matrix) error {
 		if mr.Partial {
 			status += " (partial, from the console)"
 		}
+		if n := len(mr.Earlier); n > 0 {
+			status += fmt.Sprintf(" (attempt %d of %d: the first stalled, see below)", n+1, n+1)
+		}
 		modes = append(modes, []string{string(mr.Host), status, fmt.Sprintf("%.0f", mr.BootSeconds),
 			fmt.Sprintf("%.0f", mr.WallSeconds), fmt.Sprint(len(mr.Results)), mr.Tool})
 	}
 	b.WriteString(report.MarkdownTable([]string{"host", "status", "boot s", "total s", "results", "tool"}, modes))
 	rows, byHost := cells(m)
-	header := []string{"case", "runtime"}
+	header := []string{"case", "runtime", "checks"}
 	for _, mr := range m.Hosts {
 		header = append(header, string(mr.Host))
 	}
 	var table [][]string
 	for _, k := range rows {
-		line := []string{k.Case, k.Runtime}
+		line := []string{k.Case, k.Runtime, rowChecks(m.Hosts, byHost[k])}
 		for _, mr := range m.Hosts {
 			outcome := report.Missing
 			if r, ok := byHost[k][mr.Host]; ok {
@@ -88,7 +91,8 @@ func WriteMarkdown(w io.Writer, m *report.Matrix) error {
 		table = append(table, line)
 	}
 	b.WriteString("\n" + report.MarkdownTable(header, table))
-	b.WriteString("\n† expected divergence: the runtime differs from runsc-patched for the reason the case states.\n")
+	b.WriteString("\n† expected divergence: the runtime differs from runsc-patched for the reason the case states. Checks: the check steps and nothing-left checks the result ran, over every trial (per host where the hosts differ).\n")
+	writeTimes(&b, m)
 	var notes []string
 	for _, k := range rows {
 		for _, mr := range m.Hosts {
@@ -103,11 +107,15 @@ func WriteMarkdown(w io.Writer, m *report.Matrix) error {
 	if len(notes) > 0 {
 		b.WriteString("\n## Divergences, failures and skips\n\n" + strings.Join(notes, "\n") + "\n")
 	}
-	for _, mr := range m.Hosts {
+	runs, labels := attempts(m)
+	for i, mr := range runs {
 		if mr.Status == report.Reported {
 			continue
 		}
-		fmt.Fprintf(&b, "\n## %s: %s\n\n%s\n", mr.Host, mr.Status, mr.Problem)
+		fmt.Fprintf(&b, "\n## %s: %s\n\n%s\n", labels[i], mr.Status, mr.Problem)
+		if mr.Attempt == 1 {
+			fmt.Fprintf(&b, "\nThe mode ran once more; this attempt's %d results (from its console) are not in the table above.\n", len(mr.Results))
+		}
 		if mr.RunningCase != "" {
 			fmt.Fprintf(&b, "\nCase running when it stopped: `%s`\n", mr.RunningCase)
 		} else if mr.LastDone != "" {

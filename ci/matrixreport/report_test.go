@@ -100,9 +100,9 @@ func TestWriteMarkdown(t *testing.T) {
 	}
 	md := b.String()
 	for _, want := range []string{
-		"| case | runtime | v1 | v2 |",
-		"| relative-path [host] | runsc-patched | pass | **FAIL** |",
-		"| relative-path [host] | runsc-stock | diverges† | – |",
+		"| case | runtime | checks | v1 | v2 |",
+		"| relative-path [host] | runsc-patched | – | pass | **FAIL** |",
+		"| relative-path [host] | runsc-stock | – | diverges† | – |",
 		"leaks a1 \\| parents", // a reason cannot break the table
 		"| v2 | timeout (partial, from the console) |",
 		"## v2: timeout",

@@ -1,0 +1,178 @@
+package matrixreport
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/report"
+)
+
+// slowest is how many case x runtime rows "The slowest results" lists.
+const slowest = 10
+
+// daemonOrder is the order of the daemon columns; others follow by name.
+var daemonOrder = []string{"containerd", "dockerd", "dockerd (restart)", "podman", "kubelet"}
+
+// attempts is every attempt of every host, earlier attempts first, each
+// with its label ("v1", or "v1 attempt 1" for a stalled first attempt).
+func attempts(m *report.Matrix) (runs []*report.HostRun, labels []string) {
+	for i := range m.Hosts {
+		h := &m.Hosts[i]
+		for j := range h.Earlier {
+			runs = append(runs, &h.Earlier[j])
+			labels = append(labels, fmt.Sprintf("%s attempt %d", h.Host, max(h.Earlier[j].Attempt, j+1)))
+		}
+		label := string(h.Host)
+		if h.Attempt > 1 {
+			label = fmt.Sprintf("%s attempt %d", h.Host, h.Attempt)
+		}
+		runs = append(runs, h)
+		labels = append(labels, label)
+	}
+	return runs, labels
+}
+
+// daemonNames lists the daemons any result started, in column order.
+func daemonNames(runs []*report.HostRun) []string {
+	seen := map[string]bool{}
+	for _, h := range runs {
+		for _, r := range h.Results {
+			for _, d := range r.Daemons {
+				seen[d.Name] = true
+			}
+		}
+	}
+	var names []string
+	for _, n := range daemonOrder {
+		if seen[n] {
+			names = append(names, n)
+			delete(seen, n)
+		}
+	}
+	var rest []string
+	for n := range seen {
+		rest = append(rest, n)
+	}
+	slices.Sort(rest)
+	return append(names, rest...)
+}
+
+func secs(s float64) string {
+	if s == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", s)
+}
+
+// writeTimes renders where each mode's time went: its images, payload
+// disk, boot, each daemon start its cases made, the cases themselves, the
+// rest of the VM's wall time (the harness's start, the report's framing,
+// the power-off), and the checks its results ran; then the slowest case x
+// runtime rows of all modes.
+func writeTimes(b *strings.Builder, m *report.Matrix) {
+	runs, labels := attempts(m)
+	daemons := daemonNames(runs)
+	header := []string{"host", "status", "images s", "payload disk s", "boot s"}
+	for _, d := range daemons {
+		header = append(header, d+" s (starts)")
+	}
+	header = append(header, "cases s", "other s", "VM wall s", "results", "checks")
+	var rows [][]string
+	for i, h := range runs {
+		var cases float64
+		checks := 0
+		perDaemon := map[string]float64{}
+		starts := map[string]int{}
+		for _, r := range h.Results {
+			cases += float64(r.DurationMS) / 1000
+			checks += r.Checks
+			for _, d := range r.Daemons {
+				perDaemon[d.Name] += float64(d.DurationMS) / 1000
+				starts[d.Name]++
+			}
+		}
+		row := []string{labels[i], h.Status, secs(h.ImageSeconds), secs(h.PayloadSeconds), secs(h.BootSeconds)}
+		for _, d := range daemons {
+			cell := "–"
+			if starts[d] > 0 {
+				cell = fmt.Sprintf("%.0f (%d)", perDaemon[d], starts[d])
+			}
+			row = append(row, cell)
+		}
+		other := h.WallSeconds - h.BootSeconds - cases
+		if h.WallSeconds == 0 || other < 0 {
+			other = 0 // a merged report from a host that gave no wall time
+		}
+		row = append(row, secs(cases), secs(other), secs(h.WallSeconds), fmt.Sprint(len(h.Results)), checkCell(checks))
+		rows = append(rows, row)
+	}
+	b.WriteString("\n## Where the time goes\n\n")
+	b.WriteString("Seconds per mode. Images: the kernel, the mode's base image and the Debian disk, built or found in the cache (made once, shared by the modes that boot them). Daemon starts are inside the cases' time; other: the VM's time outside boot and cases (the harness's own start, the report's framing, the power-off). Checks: check steps and nothing-left checks run, over every trial.\n\n")
+	b.WriteString(report.MarkdownTable(header, rows))
+	writeSlowest(b, m)
+}
+
+// writeSlowest lists the slowest case x runtime rows across every mode
+// (the last attempt of each).
+func writeSlowest(b *strings.Builder, m *report.Matrix) {
+	type row struct {
+		host string
+		r    report.Result
+	}
+	var all []row
+	for _, h := range m.Hosts {
+		for _, r := range h.Results {
+			all = append(all, row{string(h.Host), r})
+		}
+	}
+	if len(all) == 0 {
+		return
+	}
+	slices.SortStableFunc(all, func(a, b row) int { return cmp.Compare(b.r.DurationMS, a.r.DurationMS) })
+	var rows [][]string
+	for i, x := range all[:min(slowest, len(all))] {
+		var daemons float64
+		for _, d := range x.r.Daemons {
+			daemons += float64(d.DurationMS) / 1000
+		}
+		rows = append(rows, []string{fmt.Sprint(i + 1), x.r.Name(), x.r.Runtime, x.host, symbol(x.r.Outcome),
+			fmt.Sprintf("%.1f", float64(x.r.DurationMS)/1000), secs(daemons), checkCell(x.r.Checks)})
+	}
+	fmt.Fprintf(b, "\n## The %d slowest results\n\n", len(rows))
+	b.WriteString(report.MarkdownTable([]string{"#", "case", "runtime", "host", "outcome", "s", "daemon starts s", "checks"}, rows))
+}
+
+// checkCell shows a count of checks; "–" where none were counted (a skip,
+// or a report from before the harness counted them).
+func checkCell(n int) string {
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprint(n)
+}
+
+// rowChecks is the checks column of one case x runtime row: the count
+// when every host that ran it (skips aside) counted the same, else each
+// host's ("v1 9, v2 6": a step that applies to some modes only).
+func rowChecks(hosts []report.HostRun, results map[mode.Host]report.Result) string {
+	var parts []string
+	counts := map[int]bool{}
+	for _, h := range hosts {
+		r, ok := results[h.Host]
+		if !ok || r.Outcome == report.Skip {
+			continue
+		}
+		counts[r.Checks] = true
+		parts = append(parts, fmt.Sprintf("%s %s", h.Host, checkCell(r.Checks)))
+	}
+	if len(counts) <= 1 {
+		for n := range counts {
+			return checkCell(n)
+		}
+		return "–"
+	}
+	return strings.Join(parts, ", ")
+}
