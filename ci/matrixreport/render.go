@@ -148,6 +148,10 @@ func junitSuites(m *report.Matrix) []report.JUnitSuite {
 	var suites []report.JUnitSuite
 	for _, mr := range m.Hosts {
 		s := report.JUnitSuite{Name: "matrix/" + string(mr.Host), Seconds: mr.WallSeconds}
+		for _, e := range mr.Earlier { // a stalled attempt stays a failure
+			s.Tests = append(s.Tests, report.JUnitTest{Name: fmt.Sprintf("vm attempt %d", e.Attempt), Classname: s.Name, Outcome: report.Errored,
+				Message: e.Status, Detail: e.Problem + "\n" + strings.Join(e.ConsoleTail, "\n")})
+		}
 		if mr.Status != report.Reported {
 			s.Tests = append(s.Tests, report.JUnitTest{Name: "vm", Classname: s.Name, Outcome: report.Errored,
 				Message: mr.Status, Detail: mr.Problem + "\n" + strings.Join(mr.ConsoleTail, "\n")})

@@ -102,3 +102,11 @@ func TestWriteMarkdownEvidence(t *testing.T) {
 		})
 	}
 }
+
+func TestJUnitKeepsStalledAttempt(t *testing.T) {
+	suites := junitSuites(timedMatrix())
+	got := suites[0].Tests[0]
+	if got.Name != "vm attempt 1" || got.Outcome != report.Errored || !strings.Contains(got.Detail, "soft lockup") {
+		t.Errorf("first test of v1: %+v", got)
+	}
+}
