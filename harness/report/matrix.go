@@ -97,12 +97,22 @@ func ReadMatrixFile(path string) (*Matrix, error) { return ReadFileWith(path, Re
 func (m *Matrix) Unexpected() []string {
 	var out []string
 	for _, h := range m.Hosts {
+		out = append(out, h.unexpected()...)
+	}
+	return out
+}
+
+// Retried lists what went wrong in the attempts a stall made the matrix
+// rerun: the rerun's results are the mode's verdict (Unexpected), and these
+// are printed beside it, never dropped.
+func (m *Matrix) Retried() []string {
+	var out []string
+	for _, h := range m.Hosts {
 		for _, e := range h.Earlier {
 			for _, b := range e.unexpected() {
 				out = append(out, fmt.Sprintf("attempt %d of %d: %s", max(e.Attempt, 1), len(h.Earlier)+1, b))
 			}
 		}
-		out = append(out, h.unexpected()...)
 	}
 	return out
 }

@@ -78,6 +78,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "matrix: %v\n", err)
 		os.Exit(1)
 	}
+	if retried := m.Retried(); len(retried) > 0 {
+		fmt.Fprintf(os.Stderr, "matrix: modes rerun after a stall (the rerun is their verdict):\n  %s\n", strings.Join(retried, "\n  "))
+	}
 	if bad := m.Unexpected(); len(bad) > 0 {
 		fmt.Fprintf(os.Stderr, "matrix: unexpected results:\n  %s\n", strings.Join(bad, "\n  "))
 		os.Exit(1)

@@ -68,12 +68,13 @@ func TestRerunStalled(t *testing.T) {
 		name     string
 		statuses []string // what each attempt ends with
 		want     []string // statuses: the earlier attempts, then the host's
-		unexpect int      // entries of Matrix.Unexpected
+		unexpect int      // entries of Matrix.Unexpected (the last attempt's)
+		retried  int      // entries of Matrix.Retried (the earlier ones')
 	}{
-		{"reported", []string{report.Reported}, []string{report.Reported}, 0},
-		{"timed out is not rerun", []string{report.TimedOut}, []string{report.TimedOut}, 1},
-		{"stalled, then reported", []string{report.Stalled, report.Reported}, []string{report.Stalled, report.Reported}, 1},
-		{"stalled twice", []string{report.Stalled, report.Stalled, report.Reported}, []string{report.Stalled, report.Stalled}, 2},
+		{"reported", []string{report.Reported}, []string{report.Reported}, 0, 0},
+		{"timed out is not rerun", []string{report.TimedOut}, []string{report.TimedOut}, 1, 0},
+		{"stalled, then reported", []string{report.Stalled, report.Reported}, []string{report.Stalled, report.Reported}, 0, 1},
+		{"stalled twice", []string{report.Stalled, report.Stalled, report.Reported}, []string{report.Stalled, report.Stalled}, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, kept := 0, 0
@@ -102,8 +103,11 @@ func TestRerunStalled(t *testing.T) {
 			m := &report.Matrix{Hosts: []report.HostRun{mr}}
 			if bad := m.Unexpected(); len(bad) != tc.unexpect {
 				t.Errorf("Unexpected = %q, want %d entries", bad, tc.unexpect)
-			} else if len(mr.Earlier) > 0 && !strings.HasPrefix(bad[0], "attempt 1 of 2: v1: stalled") {
-				t.Errorf("Unexpected[0] = %q", bad[0])
+			}
+			if retried := m.Retried(); len(retried) != tc.retried {
+				t.Errorf("Retried = %q, want %d entries", retried, tc.retried)
+			} else if len(retried) > 0 && !strings.HasPrefix(retried[0], "attempt 1 of 2: v1: stalled") {
+				t.Errorf("Retried[0] = %q", retried[0])
 			}
 		})
 	}
