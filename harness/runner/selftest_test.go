@@ -26,14 +26,15 @@ import (
 // The test binary doubles as the exec-in-cgroup helper and, when invoked
 // through a symlink named runc-right or runc-wrong, as a fake OCI runtime
 // (runc dialect) that puts its container beneath the caller's cgroup
-// (right), beside it (wrong), beneath it but never removes it (leaky), or
-// beneath it with an init that dies at start (dead).
+// (right), beside it (wrong), beneath it but never removes it (leaky),
+// beneath it with an init that dies at start (dead), or where a relative
+// cgroupsPath lands, as runsc and runc put it (path).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && (os.Args[1] == HelperCommand || os.Args[1] == mountCommand) {
 		os.Exit(HelperMain(os.Args[1], os.Args[2:]))
 	}
 	switch filepath.Base(os.Args[0]) {
-	case "runc-right", "runc-wrong", "runc-leaky", "runc-dead", "runc-slow", "runc-refuse":
+	case "runc-right", "runc-wrong", "runc-leaky", "runc-dead", "runc-slow", "runc-refuse", "runc-path":
 		os.Exit(fakeRuntime(filepath.Base(os.Args[0]), os.Args[1:]))
 	}
 	os.Exit(m.Run())
@@ -100,7 +101,7 @@ func fakeRuntime(kind string, args []string) int {
 			if !right {
 				target = path.Join(path.Dir(caller), "fake-"+id)
 			}
-			if cp := spec.Linux.CgroupsPath; cp != "" && right {
+			if cp := spec.Linux.CgroupsPath; cp != "" && kind == "runc-path" {
 				// A relative cgroupsPath, where a runtime puts it.
 				base := caller
 				if host.Mode == mode.V2 {
@@ -678,7 +679,7 @@ func TestSelfTestSyscallKill(t *testing.T) {
 		{"cut short", 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := runSelfTest(t, fmt.Sprintf(syscallKillCase, tc.trials), busybox, "runc-right")
+			rep := runSelfTest(t, fmt.Sprintf(syscallKillCase, tc.trials), busybox, "runc-path")
 			res := rep.Results[0]
 			if tc.complete {
 				if res.Trials == nil {
