@@ -19,9 +19,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/runsc-cgroups/cgconform/runscbuild"
+	"github.com/runsc-cgroups/cgconform/runscbuild/upstream"
 )
 
 func main() {
@@ -124,9 +126,24 @@ func run(repo, verb string) error {
 		if len(pkgs) == 0 {
 			return fmt.Errorf("the patched tree %s has no _test.go files: the series must bring its unit tests", tree)
 		}
-		fmt.Fprintf(os.Stderr, "build-runsc: testing %v in the patched tree\n", pkgs)
-		if err := goIn(tree, append([]string{"test", "-count=1"}, pkgs...)...); err != nil {
-			return fmt.Errorf("unit tests of the patched tree failed: %w", err)
+		// As nobody, without the host's cgroups, as make upstream-check runs
+		// them: this machine's cgroups are not the tests' to change (the
+		// tests that need them run in the VMs, make upstream-tests).
+		for _, pkg := range pkgs {
+			bin := filepath.Join(cfg.WorkDir, "unit", strings.ReplaceAll(strings.TrimPrefix(pkg, "./"), "/", "_")+".test")
+			if err := goIn(tree, "test", "-c", "-o", bin, pkg); err != nil {
+				return fmt.Errorf("building the unit tests of %s: %w", pkg, err)
+			}
+			cmd := exec.Command(bin, "-test.count=1")
+			cmd.Dir, cmd.Stdout, cmd.Stderr = filepath.Join(tree, pkg), os.Stdout, os.Stderr
+			sandboxed, err := upstream.NobodySandbox(cmd)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "build-runsc: %s's unit tests in the patched tree, as nobody, without the host's cgroups\n", pkg)
+			if err := sandboxed.Run(); err != nil {
+				return fmt.Errorf("unit tests of %s in the patched tree failed: %w", pkg, err)
+			}
 		}
 		changed, err := runscbuild.ChangedPackages(tree)
 		if err != nil {
