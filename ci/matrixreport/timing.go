@@ -79,8 +79,9 @@ func writeTimes(b *strings.Builder, m *report.Matrix) {
 	for _, d := range daemons {
 		header = append(header, d+" s (starts)")
 	}
-	header = append(header, "cases s", "other s", "VM wall s", "results", "checks")
+	header = append(header, "cases s", "other s", "VM wall s", "qemu CPU s", "results", "checks")
 	var rows [][]string
+	var cpu float64
 	for i, h := range runs {
 		var cases float64
 		checks := 0
@@ -106,12 +107,19 @@ func writeTimes(b *strings.Builder, m *report.Matrix) {
 		if h.WallSeconds == 0 || other < 0 {
 			other = 0 // a merged report from a host that gave no wall time
 		}
-		row = append(row, secs(cases), secs(other), secs(h.WallSeconds), fmt.Sprint(len(h.Results)), checkCell(checks))
+		cpu += h.CPUSeconds
+		row = append(row, secs(cases), secs(other), secs(h.WallSeconds), secs(h.CPUSeconds), fmt.Sprint(len(h.Results)), checkCell(checks))
 		rows = append(rows, row)
 	}
 	b.WriteString("\n## Where the time goes\n\n")
 	b.WriteString("Seconds per mode. Images: the kernel, the mode's base image and the Debian disk, built or found in the cache (made once, shared by the modes that boot them). Daemon starts are inside the cases' time; other: the VM's time outside boot and cases (the harness's own start, the report's framing, the power-off). Checks: check steps and nothing-left checks run, over every trial.\n\n")
 	b.WriteString(report.MarkdownTable(header, rows))
+	if m.WallSeconds > 0 && m.CPUs > 0 && cpu > 0 {
+		// Under TCG the guests' work is the host's CPU time: no scheduling
+		// of the VMs makes the run shorter than that work over the CPUs.
+		fmt.Fprintf(b, "\nThe whole run: %.0f s on %d CPUs. The VMs used %.0f s of CPU (qemu, every attempt): at least %.0f s on this machine however they are scheduled; the run kept its CPUs %.0f%% busy with them.\n",
+			m.WallSeconds, m.CPUs, cpu, cpu/float64(m.CPUs), 100*cpu/(m.WallSeconds*float64(m.CPUs)))
+	}
 	writeSlowest(b, m)
 }
 

@@ -19,19 +19,19 @@ func timedMatrix() *report.Matrix {
 	}
 	containerd := report.Daemon{Name: "containerd", DurationMS: 12000}
 	kubelet := report.Daemon{Name: "kubelet", DurationMS: 90000}
-	return &report.Matrix{Schema: report.MatrixSchema, Hosts: []report.HostRun{
-		{Host: mode.HostV1, Status: report.Reported, Attempt: 2, ImageSeconds: 3, PayloadSeconds: 2, BootSeconds: 8, WallSeconds: 400,
+	return &report.Matrix{Schema: report.MatrixSchema, WallSeconds: 1750, CPUs: 2, Hosts: []report.HostRun{
+		{Host: mode.HostV1, Status: report.Reported, Attempt: 2, ImageSeconds: 3, PayloadSeconds: 2, BootSeconds: 8, WallSeconds: 400, CPUSeconds: 700,
 			Results: []report.Result{
 				res("parallel-32", "host", "runsc-patched", 200000, 3, report.Pass),
 				res("client-cri-pod", "kubelet-systemd", "runc", 150000, 9, report.Pass, containerd, kubelet),
 				res("state-lock-only", "host", "runc", 1000, 0, report.Skip),
 			},
-			Earlier: []report.HostRun{{Host: mode.HostV1, Status: report.Stalled, Attempt: 1, BootSeconds: 9, WallSeconds: 1300,
+			Earlier: []report.HostRun{{Host: mode.HostV1, Status: report.Stalled, Attempt: 1, BootSeconds: 9, WallSeconds: 1300, CPUSeconds: 2000,
 				Problem:     "mode v1: guest stalled, VM killed: no progress for 20m1s (the bound is 20m0s while client-cri-pod [kubelet-systemd] runc runs)",
 				ConsoleTail: []string{"[ 1834.1] watchdog: BUG: soft lockup - CPU#1 stuck for 1833s! [cgconform:812]"},
 				Partial:     true,
 				Results:     []report.Result{res("parallel-32", "host", "runsc-patched", 210000, 0, report.Pass)}}}},
-		{Host: mode.HostV2, Status: report.Reported, ImageSeconds: 3, BootSeconds: 5, WallSeconds: 300,
+		{Host: mode.HostV2, Status: report.Reported, ImageSeconds: 3, BootSeconds: 5, WallSeconds: 300, CPUSeconds: 500,
 			Results: []report.Result{
 				res("parallel-32", "host", "runsc-patched", 250000, 3, report.Pass),
 				res("client-cri-pod", "kubelet-systemd", "runc", 40000, 7, report.Pass, containerd, kubelet),
@@ -51,10 +51,12 @@ func TestWriteMarkdownTimes(t *testing.T) {
 		"| client-cri-pod [kubelet-systemd] | runc | v1 9, v2 7 | pass | pass |",
 		"| parallel-32 [host] | runsc-patched | 3 | pass | pass |",
 		"| state-lock-only [host] | runc | – | skip | – |",
-		"| host | status | images s | payload disk s | boot s | containerd s (starts) | kubelet s (starts) | cases s | other s | VM wall s | results | checks |",
-		"| v1 attempt 1 | stalled | – | – | 9 | – | – | 210 | 1081 | 1300 | 1 | – |",
-		"| v1 attempt 2 | reported | 3 | 2 | 8 | 12 (1) | 90 (1) | 351 | 41 | 400 | 3 | 12 |",
-		"| v2 | reported | 3 | – | 5 | 12 (1) | 90 (1) | 290 | 5 | 300 | 2 | 10 |",
+		"| host | status | images s | payload disk s | boot s | containerd s (starts) | kubelet s (starts) | cases s | other s | VM wall s | qemu CPU s | results | checks |",
+		"| v1 attempt 1 | stalled | – | – | 9 | – | – | 210 | 1081 | 1300 | 2000 | 1 | – |",
+		"| v1 attempt 2 | reported | 3 | 2 | 8 | 12 (1) | 90 (1) | 351 | 41 | 400 | 700 | 3 | 12 |",
+		"| v2 | reported | 3 | – | 5 | 12 (1) | 90 (1) | 290 | 5 | 300 | 500 | 2 | 10 |",
+		// 3200 s of CPU on 2 CPUs: 1600 s at least, of a 1750 s run.
+		"The whole run: 1750 s on 2 CPUs. The VMs used 3200 s of CPU (qemu, every attempt): at least 1600 s on this machine however they are scheduled; the run kept its CPUs 91% busy with them.",
 		"## The 5 slowest results",
 		"| 1 | parallel-32 [host] | runsc-patched | v2 | pass | 250.0 | – | 3 |",
 		"| 3 | client-cri-pod [kubelet-systemd] | runc | v1 | pass | 150.0 | 102 | 9 |",

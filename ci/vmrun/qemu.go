@@ -57,6 +57,7 @@ type VM struct {
 // Result is what one boot produced.
 type Result struct {
 	Wall          time.Duration
+	CPU           time.Duration // qemu's user and system time: how busy it kept the host
 	Boot          time.Duration // until the payload announced itself; 0 if it never did
 	TimedOut      bool
 	Stall         *Stall // the Watchdog ended a guest that made no progress
@@ -381,6 +382,9 @@ loop:
 	}
 	pr.Close()
 	res.Wall = time.Since(start)
+	if st := cmd.ProcessState; st != nil {
+		res.CPU = st.UserTime() + st.SystemTime()
+	}
 	res.Tail = t.get()
 	mu.Lock()
 	res.Boot, res.RunningCase, res.LastDone = boot, running, done

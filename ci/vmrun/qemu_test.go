@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,6 +59,8 @@ func fakeQEMU(scenario string, args []string) int {
 		fmt.Println("runsc: sandbox stuck")
 		time.Sleep(10 * time.Minute)
 	case "report":
+		for t0 := time.Now(); time.Since(t0) < 50*time.Millisecond; { // the guest's work
+		}
 		f, err := os.Create(reportPath)
 		if err != nil {
 			fmt.Println("fake qemu:", err)
@@ -168,6 +171,9 @@ func TestRunReport(t *testing.T) {
 	}
 	if res.TimedOut || res.ExitErr != nil {
 		t.Fatalf("Run = timeout %v, exit %v, want a clean power-off", res.TimedOut, res.ExitErr)
+	}
+	if res.CPU <= 0 || res.CPU > res.Wall*time.Duration(runtime.NumCPU()) {
+		t.Errorf("CPU = %v, want the fake qemu's work, at most wall %v on every CPU", res.CPU, res.Wall)
 	}
 	f, err := os.Open(vm.ReportPath)
 	if err != nil {

@@ -28,10 +28,15 @@ const (
 
 // Matrix is the whole matrix run: one harness report per host, merged.
 type Matrix struct {
-	Schema string    `json:"schema"`
-	Kernel string    `json:"kernel,omitempty"`
-	Accel  string    `json:"accel,omitempty"`
-	Hosts  []HostRun `json:"hosts"`
+	Schema string `json:"schema"`
+	Kernel string `json:"kernel,omitempty"`
+	Accel  string `json:"accel,omitempty"`
+	// WallSeconds is the whole run's time (images included), on a machine
+	// with CPUs processors: with the hosts' CPUSeconds, how near the run
+	// came to what the machine can do.
+	WallSeconds float64   `json:"wallSeconds,omitempty"`
+	CPUs        int       `json:"cpus,omitempty"`
+	Hosts       []HostRun `json:"hosts"`
 }
 
 // HostRun is what one VM of the matrix did.
@@ -46,12 +51,15 @@ type HostRun struct {
 	// kernel, its base image, the Debian disk), built or found in the
 	// cache; images shared by several modes are made once and each of
 	// them shows that time. PayloadSeconds is its own payload disk.
-	ImageSeconds   float64  `json:"imageSeconds,omitempty"`
-	PayloadSeconds float64  `json:"payloadSeconds,omitempty"`
-	BootSeconds    float64  `json:"bootSeconds"`
-	WallSeconds    float64  `json:"wallSeconds"`
-	RunningCase    string   `json:"runningCase,omitempty"`
-	ConsoleTail    []string `json:"consoleTail,omitempty"`
+	ImageSeconds   float64 `json:"imageSeconds,omitempty"`
+	PayloadSeconds float64 `json:"payloadSeconds,omitempty"`
+	BootSeconds    float64 `json:"bootSeconds"`
+	WallSeconds    float64 `json:"wallSeconds"`
+	// CPUSeconds is the CPU time qemu used (user and system, all its
+	// threads): under TCG, the work this mode costs the host.
+	CPUSeconds  float64  `json:"cpuSeconds,omitempty"`
+	RunningCase string   `json:"runningCase,omitempty"`
+	ConsoleTail []string `json:"consoleTail,omitempty"`
 	// Tool is the schema of the report the results come from, or where
 	// they were recovered from.
 	Tool string `json:"tool,omitempty"`

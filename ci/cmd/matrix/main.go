@@ -241,6 +241,7 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("interrupted: %w", err)
 	}
+	matrix.WallSeconds, matrix.CPUs = time.Since(start).Seconds(), runtime.NumCPU()
 	if err := matrixreport.WriteAll(o.out, matrix); err != nil {
 		return nil, fmt.Errorf("writing the matrix reports: %w", err)
 	}

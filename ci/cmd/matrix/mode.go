@@ -75,6 +75,7 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debia
 	if res != nil {
 		mr.BootSeconds = res.Boot.Seconds()
 		mr.WallSeconds = res.Wall.Seconds()
+		mr.CPUSeconds = res.CPU.Seconds()
 		mr.RunningCase, mr.LastDone = res.RunningCase, res.LastDone
 		if res.StuckPowerOff {
 			fmt.Printf("matrix: mode %s: the guest powered off but qemu stayed up; stopped it\n", m.Name)
