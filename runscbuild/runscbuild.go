@@ -388,6 +388,30 @@ func NeedsFlavor(s *Series, pr PR) (f Flavor, ok bool) {
 // NeedsFlavor.
 func NeedsRuntime(pr string) string { return "runsc-needs-" + pr }
 
+// RuntimeFlavor is the flavor of s whose binary the runtime name runs in
+// the harness (runsc-stock, runsc-patched, runsc-pr-NN-name,
+// runsc-needs-NN-name), or false for a runtime no flavor builds.
+func RuntimeFlavor(s *Series, runtime string) (Flavor, bool) {
+	name, ok := strings.CutPrefix(runtime, "runsc-")
+	switch {
+	case !ok:
+		return Flavor{}, false
+	case name == "stock":
+		return Flavor{Name: name}, true
+	case name == "patched":
+		return Flavor{Name: name, Patches: s.Patches()}, true
+	}
+	for _, pr := range s.PRs {
+		if runtime == PRRuntime(pr.Name) {
+			return PRFlavor(s, pr), true
+		}
+		if runtime == NeedsRuntime(pr.Name) {
+			return NeedsFlavor(s, pr)
+		}
+	}
+	return Flavor{}, false
+}
+
 // Ensure builds bin/runsc-<flavor> unless its stamp says it is up to date.
 // It returns the tree the binary was built from. The stamp records the
 // build (the gVisor version and each patch file's sha256) for the matrix

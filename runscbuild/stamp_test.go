@@ -138,3 +138,34 @@ func TestStamp(t *testing.T) {
 		t.Errorf("ReadStamp of a stamp-v1 file: err = %v, want one saying to rebuild", err)
 	}
 }
+
+// TestRuntimeFlavor: each runtime name the harness reports maps to the
+// flavor that builds it, and no other name does.
+func TestRuntimeFlavor(t *testing.T) {
+	s := fourPRs(t)
+	pr, _ := s.PR("04-busy")
+	needs, _ := NeedsFlavor(s, pr)
+	for _, tc := range []struct {
+		runtime string
+		want    Flavor
+		ok      bool
+	}{
+		{runtime: "runsc-stock", want: Flavor{Name: "stock"}, ok: true},
+		{runtime: "runsc-patched", want: Flavor{Name: "patched", Patches: s.Patches()}, ok: true},
+		{runtime: "runsc-pr-04-busy", want: PRFlavor(s, pr), ok: true},
+		{runtime: "runsc-needs-04-busy", want: needs, ok: true},
+		{runtime: "runsc-needs-01-levels"},
+		{runtime: "runsc-pr-09-absent"},
+		{runtime: "runc"},
+	} {
+		t.Run(tc.runtime, func(t *testing.T) {
+			got, ok := RuntimeFlavor(s, tc.runtime)
+			if ok != tc.ok {
+				t.Fatalf("ok = %v, want %v", ok, tc.ok)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("flavor (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
