@@ -600,9 +600,13 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 	if len(unproven) == 0 && len(cols.Want) > 0 {
 		var builds []string
 		for _, rt := range cols.runtimes() {
-			builds = append(builds, rt+" "+cols.Want[rt].String())
+			if proof.seen[rt] {
+				builds = append(builds, rt+" "+cols.Want[rt].String())
+			}
 		}
-		fmt.Fprintf(&b, "\nBuilt from: %s (each patch file's sha256 is in the run's report.json).\n", strings.Join(builds, ", "))
+		if len(builds) > 0 {
+			fmt.Fprintf(&b, "\nBuilt from: %s (each patch file's sha256 is in the run's report.json).\n", strings.Join(builds, ", "))
+		}
 	}
 	if len(notes) > 0 {
 		b.WriteString("\n" + strings.Join(notes, "\n") + "\n")
