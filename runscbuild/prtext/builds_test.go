@@ -76,6 +76,11 @@ func TestTableBuilds(t *testing.T) {
 		{name: "what it needs, alone", files: []string{withNeeds}, cols: needsCols, row: "| failed-start [host] | ✗ → ✗ → ✓ | ? → ? → ? | ? → ? → ? |"},
 		{name: "what it needs, never run", files: []string{fresh}, cols: needsCols,
 			problems: []BuildProblem{{Runtime: "runsc-needs-02-b", Want: stockBuild}}},
+		{name: "its own build, never run", files: []string{withNeeds}, cols: func() Columns {
+			c := needsCols
+			c.After, c.Want = "runsc-pr-02-b", map[string]report.Build{"runsc-stock": stockBuild, "runsc-needs-02-b": stockBuild, "runsc-pr-02-b": patchedBuild}
+			return c
+		}(), problems: []BuildProblem{{Runtime: "runsc-pr-02-b", Want: patchedBuild}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := LoadAll(tc.files)

@@ -658,12 +658,14 @@ func (p *proof) add(o Outcome) {
 
 // check returns the unproven problems when they may be printed, or a
 // *BuildError: any stale cell, or an unproven one without allowUnproven. A
-// needs column no run has at all is unproven too.
+// needs or after step no run has at all is unproven too.
 func (p *proof) check(sels []Selector, allowUnproven bool) ([]BuildProblem, error) {
 	var all []BuildProblem
 	stale := false
-	if rt := p.cols.Needs; rt != "" && !p.seen[rt] {
-		all = append(all, BuildProblem{Runtime: rt, Want: p.cols.Want[rt]})
+	for _, rt := range []string{p.cols.Needs, p.cols.After} {
+		if rt != "" && !p.seen[rt] {
+			all = append(all, BuildProblem{Runtime: rt, Want: p.cols.Want[rt]})
+		}
 	}
 	for _, k := range p.order {
 		all = append(all, *p.problems[k])

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,6 +67,10 @@ func TestWriteRefusesStaleTables(t *testing.T) {
 	unproven.Hosts = []report.HostRun{matrix.Hosts[0]}
 	unproven.Hosts[0].Builds = nil
 	noBuilds := write("20-evidence.json", &unproven)
+	without := *matrix
+	without.Hosts = []report.HostRun{matrix.Hosts[0]}
+	without.Hosts[0].Results = slices.DeleteFunc(slices.Clone(results), func(r report.Result) bool { return r.Runtime == "runsc-pr-02-empty-path" })
+	noOwnBuild := write("30-evidence.json", &without)
 	id := patchmail.Identity{Name: "Jane Doe", Email: "jane@users.noreply.github.com"}
 	for _, tc := range []struct {
 		name          string
@@ -87,6 +92,11 @@ func TestWriteRefusesStaleTables(t *testing.T) {
 			name: "unproven", files: []string{noBuilds},
 			refused:       []string{"01-levels", "02-empty-path"},
 			errorMentions: []string{"build unproven: 01-levels 02-empty-path", noBuilds, "-allow-unproven"},
+		},
+		{
+			name: "its own build never run", files: []string{noOwnBuild},
+			refused: []string{"02-empty-path"}, written: []string{"01-levels"},
+			errorMentions: []string{"runsc-pr-02-empty-path: no run has it"},
 		},
 		{
 			name: "unproven, allowed", files: []string{noBuilds}, allow: true,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/runsc-cgroups/cgconform/harness/report"
@@ -132,11 +133,16 @@ func Write(c WriteConfig) (warnings []string, err error) {
 
 // columns are the runtimes of pr's table and the builds the current
 // patches make of each: stock; what pr needs, alone, when it needs any;
-// and pr's own build, or After (the whole series) when the report has none.
+// and pr's own build, or After (the whole series) when the runs have no
+// pull request's build at all.
 func (c WriteConfig) columns(pr runscbuild.PR) (prtext.Columns, error) {
 	cols := prtext.Columns{Before: c.Before, After: c.After, AllowUnproven: c.AllowUnproven, Want: map[string]report.Build{}}
-	if c.Report != nil && c.Report.HasRuntime(runscbuild.PRRuntime(pr.Name)) {
-		cols.After = runscbuild.PRRuntime(pr.Name) // stock + this pull request
+	// Stock + this pull request, wherever the runs have pull requests'
+	// builds (a run without any, such as make matrix, shows the series).
+	if c.Report != nil && slices.ContainsFunc(c.Report.Outcomes, func(o prtext.Outcome) bool {
+		return strings.HasPrefix(o.Runtime, "runsc-pr-")
+	}) {
+		cols.After = runscbuild.PRRuntime(pr.Name)
 	}
 	if _, ok := runscbuild.NeedsFlavor(c.Series, pr); ok {
 		cols.Needs = runscbuild.NeedsRuntime(pr.Name)
