@@ -24,8 +24,10 @@ runsc:
 	$(GO) run ./cmd/build-runsc build
 
 # bin/runsc-pr-NN-name: stock runsc with one pull request of the series (and
-# the ones it needs), for that pull request's before/after table; and its
-# shim (bin/containerd-shim-runsc-v1-pr-NN-name) when it changes the shim.
+# the ones it needs), for that pull request's before/after table; for one
+# that needs others, bin/runsc-needs-NN-name: stock with only those; each
+# with its shim (bin/containerd-shim-runsc-v1-pr-NN-name) when one of its
+# pull requests changes the shim.
 runsc-prs:
 	$(GO) run ./cmd/build-runsc prs
 
@@ -101,8 +103,10 @@ killstorm: deps runsc cgconform
 		-harness-args '-trials=$(KILLSTORM_TRIALS)' $(MATRIX_FLAGS)
 
 # The run behind the PR.md tables: in every mode of MODES, stock runsc on
-# every case a table names and each pull request's build on its own table's
-# cases (out/evidence/report.json; copy it to patches/evidence/ to keep it).
+# every case a table names, and each pull request's build, and for one that
+# needs others the build of only those (runsc-needs-NN-name), on its own
+# table's cases (out/evidence/report.json, recording each runtime's build;
+# copy it to patches/evidence/ to keep it).
 evidence: deps runsc runsc-prs cgconform
 	$(GO) run ./ci/cmd/upstream evidence -modes "$(MODES)" $(MATRIX_FLAGS)
 
@@ -114,10 +118,15 @@ bench: deps runsc
 # The series as pull requests for gVisor (README, "Sending the series
 # upstream"): OUT/NN-name/{000N-*.patch,PR.md} per pull request, authored by
 # AUTHOR_NAME/AUTHOR_EMAIL or git config user.name/user.email, the PR.md
-# tables filled from REPORT (default out/matrix/report.json if present).
+# tables filled from REPORT (default the runs in patches/evidence/, else
+# out/matrix/report.json if present). A table whose cells come from another
+# build than the current patches make is refused (exit 1, naming the pull
+# request, the file, both builds and the make evidence to run); one from a
+# run that records no build too, unless ALLOW_UNPROVEN=1, which prints it
+# marked "Build unproven".
 upstream-series:
-	@test -n "$(OUT)" || { echo "usage: make upstream-series OUT=dir [REPORT=out/matrix/report.json[,more.json]] [AUTHOR_NAME=... AUTHOR_EMAIL=...]"; exit 2; }
-	$(GO) run ./ci/cmd/upstream series -out "$(OUT)" -report "$(REPORT)" -author-name "$(AUTHOR_NAME)" -author-email "$(AUTHOR_EMAIL)"
+	@test -n "$(OUT)" || { echo "usage: make upstream-series OUT=dir [REPORT=out/matrix/report.json[,more.json]] [ALLOW_UNPROVEN=1] [AUTHOR_NAME=... AUTHOR_EMAIL=...]"; exit 2; }
+	$(GO) run ./ci/cmd/upstream series -out "$(OUT)" -report "$(REPORT)" $(if $(filter 1,$(ALLOW_UNPROVEN)),-allow-unproven) -author-name "$(AUTHOR_NAME)" -author-email "$(AUTHOR_EMAIL)"
 
 # Each pull request alone (on what it needs) and all in order, on two trees
 # made from master BASE (default HEAD) of the gVisor repository DIR (a

@@ -41,6 +41,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/mounts"
 	"github.com/runsc-cgroups/cgconform/harness/runner"
+	"github.com/runsc-cgroups/cgconform/runscbuild"
 )
 
 // Main is cgbench: args without the program name; it returns the exit
@@ -762,18 +763,12 @@ func sha(path string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// stamp is the build stamp cmd/build-runsc leaves next to a binary (the
-// gVisor version and the patch hashes), on one line.
+// stamp is the build stamp cmd/build-runsc leaves next to a binary, on one
+// line: the build (gVisor version and patch digest) and the Go version.
 func stamp(bin string) string {
-	data, err := os.ReadFile(bin + ".stamp")
+	st, err := runscbuild.ReadStamp(bin + ".stamp")
 	if err != nil {
 		return ""
 	}
-	var parts []string
-	for _, l := range strings.Split(string(data), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			parts = append(parts, l)
-		}
-	}
-	return strings.Join(parts, "; ")
+	return st.Build.String() + "; " + st.Go
 }

@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -334,12 +333,6 @@ func ChangedPackages(tree string) ([]string, error) {
 	return pkgs, nil
 }
 
-// stamp identifies everything a binary depends on, so an unchanged input set
-// skips the two-minute build.
-func stamp(m Module, seriesHash string) string {
-	return strings.Join([]string{m.Version, seriesHash, runtime.Version(), "CGO_ENABLED=0", "stamp-v1"}, "\n") + "\n"
-}
-
 // Lock serializes builds that share workDir (several make runs, or a helper
 // script and a make run, must not rebuild the same tree at once). Call the
 // returned func to unlock.
@@ -378,26 +371,64 @@ func PRFlavor(s *Series, pr PR) Flavor {
 // PRRuntime names, in the harness and its reports, the build of PRFlavor.
 func PRRuntime(pr string) string { return "runsc-pr-" + pr }
 
-// Ensure builds bin/runsc-<flavor> unless its stamp says it is up to date.
-// It returns the tree the binary was built from.
-func Ensure(c Config, m Module, f Flavor) (string, error) {
-	hash := ""
-	if len(f.Patches) > 0 {
-		var err error
-		if hash, err = SeriesHash(f.Patches); err != nil {
-			return "", err
+// NeedsFlavor is stock runsc with only the pull requests pr needs, without
+// pr itself: what the pull request's table shows beside its own build, so
+// that the difference is what pr alone changes. Its binary is
+// bin/runsc-needs-NN-name, the runtime NeedsRuntime(pr.Name). A pull
+// request that needs none has no such build (ok is false).
+func NeedsFlavor(s *Series, pr PR) (f Flavor, ok bool) {
+	needs := s.Needs(pr.Name)
+	if len(needs) == 0 {
+		return Flavor{}, false
+	}
+	return Flavor{Name: "needs-" + pr.Name, Patches: PatchesOf(needs...)}, true
+}
+
+// NeedsRuntime names, in the harness and its reports, the build of
+// NeedsFlavor.
+func NeedsRuntime(pr string) string { return "runsc-needs-" + pr }
+
+// RuntimeFlavor is the flavor of s whose binary the runtime name runs in
+// the harness (runsc-stock, runsc-patched, runsc-pr-NN-name,
+// runsc-needs-NN-name), or false for a runtime no flavor builds.
+func RuntimeFlavor(s *Series, runtime string) (Flavor, bool) {
+	name, ok := strings.CutPrefix(runtime, "runsc-")
+	switch {
+	case !ok:
+		return Flavor{}, false
+	case name == "stock":
+		return Flavor{Name: name}, true
+	case name == "patched":
+		return Flavor{Name: name, Patches: s.Patches()}, true
+	}
+	for _, pr := range s.PRs {
+		if runtime == PRRuntime(pr.Name) {
+			return PRFlavor(s, pr), true
 		}
+		if runtime == NeedsRuntime(pr.Name) {
+			return NeedsFlavor(s, pr)
+		}
+	}
+	return Flavor{}, false
+}
+
+// Ensure builds bin/runsc-<flavor> unless its stamp says it is up to date.
+// It returns the tree the binary was built from. The stamp records the
+// build (the gVisor version and each patch file's sha256) for the matrix
+// report.
+func Ensure(c Config, m Module, f Flavor) (string, error) {
+	b, err := BuildOf(m, f.Patches)
+	if err != nil {
+		return "", err
 	}
 	bin := filepath.Join(c.BinDir, "runsc-"+f.Name)
 	stampPath := bin + ".stamp"
 	tree := filepath.Join(c.WorkDir, "gvisor-"+f.Name)
-	want := stamp(m, hash)
-	if have, err := os.ReadFile(stampPath); err == nil && string(have) == want {
-		if _, err := os.Stat(bin); err == nil {
-			if _, err := os.Stat(tree); err == nil {
-				fmt.Fprintf(c.Log, "runscbuild: %s is up to date (%s)\n", bin, VersionString(m, hash))
-				return tree, nil
-			}
+	want := stampFor(b)
+	if upToDate(bin, stampPath, want) {
+		if _, err := os.Stat(tree); err == nil {
+			fmt.Fprintf(c.Log, "runscbuild: %s is up to date (%s)\n", bin, VersionString(m, b.Digest))
+			return tree, nil
 		}
 	}
 	fmt.Fprintf(c.Log, "runscbuild: preparing %s from %s@%s with %d patches\n", tree, ModulePath, m.Version, len(f.Patches))
@@ -409,10 +440,10 @@ func Ensure(c Config, m Module, f Flavor) (string, error) {
 	}
 	_ = os.Remove(stampPath)
 	fmt.Fprintf(c.Log, "runscbuild: building %s (about 2 minutes on 2 cores when cold)\n", bin)
-	if err := Build(tree, bin, VersionString(m, hash), c.Log); err != nil {
+	if err := Build(tree, bin, VersionString(m, b.Digest), c.Log); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(stampPath, []byte(want), 0o644); err != nil {
+	if err := writeStamp(bin, stampPath, want); err != nil {
 		return "", err
 	}
 	return tree, nil

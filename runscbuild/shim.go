@@ -37,23 +37,18 @@ func ChangesShim(pr PR) (bool, error) {
 // EnsureShim builds gVisor's containerd shim (./shim of the go-branch tree)
 // from the tree Ensure returned for f, so that the shim and runsc of a flavor
 // come from the same source. Like runsc it is rebuilt only when its stamp
-// (gVisor version, series hash, Go version) changes.
+// (the build: gVisor version and patch files; the Go version) changes.
 func EnsureShim(c Config, m Module, f Flavor, tree string) (string, error) {
-	hash := ""
-	if len(f.Patches) > 0 {
-		var err error
-		if hash, err = SeriesHash(f.Patches); err != nil {
-			return "", err
-		}
+	b, err := BuildOf(m, f.Patches)
+	if err != nil {
+		return "", err
 	}
 	bin := ShimPath(c.BinDir, f.Name)
 	stampPath := bin + ".stamp"
-	want := stamp(m, hash) + "shim\n"
-	if have, err := os.ReadFile(stampPath); err == nil && string(have) == want {
-		if _, err := os.Stat(bin); err == nil {
-			fmt.Fprintf(c.Log, "runscbuild: %s is up to date (%s)\n", bin, VersionString(m, hash))
-			return bin, nil
-		}
+	want := stampFor(b)
+	if upToDate(bin, stampPath, want) {
+		fmt.Fprintf(c.Log, "runscbuild: %s is up to date (%s)\n", bin, VersionString(m, b.Digest))
+		return bin, nil
 	}
 	if err := os.MkdirAll(c.BinDir, 0o755); err != nil {
 		return "", err
@@ -67,7 +62,7 @@ func EnsureShim(c Config, m Module, f Flavor, tree string) (string, error) {
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("building the runsc shim in %s: %w", tree, err)
 	}
-	if err := os.WriteFile(stampPath, []byte(want), 0o644); err != nil {
+	if err := writeStamp(bin, stampPath, want); err != nil {
 		return "", err
 	}
 	return bin, nil

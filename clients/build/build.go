@@ -193,9 +193,11 @@ func Find(binDir string) (*Binaries, error) {
 		Runsc:      map[string]string{},
 	}
 	flavors := []string{"patched", "stock"}
-	// And a pull request's build whose shim make runsc-prs built.
+	// And a pull request's build (or what it needs, alone) whose shim make
+	// runsc-prs built.
 	prs, _ := filepath.Glob(runscbuild.ShimPath(binDir, "pr-*"))
-	for _, p := range prs {
+	needs, _ := filepath.Glob(runscbuild.ShimPath(binDir, "needs-*"))
+	for _, p := range append(prs, needs...) {
 		if !strings.HasSuffix(p, ".stamp") {
 			flavors = append(flavors, strings.TrimPrefix(filepath.Base(p), runscbuild.ShimName+"-"))
 		}

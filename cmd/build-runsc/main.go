@@ -4,8 +4,10 @@
 //	build-runsc [-repo DIR] build   # both binaries, skipped when up to date
 //	build-runsc [-repo DIR] [-pr NN-name] prs   # bin/runsc-pr-NN-name: stock +
 //	                                # each pull request (or only -pr) and what it
-//	                                # needs, for its table; and its shim when it
-//	                                # changes the shim
+//	                                # needs, for its table; bin/runsc-needs-NN-name:
+//	                                # stock + only what it needs (when it needs
+//	                                # any); each with its shim when one of its
+//	                                # pull requests changes the shim
 //	build-runsc [-repo DIR] test    # go test the packages the series adds tests to,
 //	                                # then run each of its fuzz targets briefly
 //	build-runsc [-repo DIR] [-fuzztime D] fuzz   # run each fuzz target for D
@@ -100,15 +102,12 @@ func run(repo, verb string) error {
 			if onlyPR != "" && pr.Name != onlyPR {
 				continue
 			}
-			f := runscbuild.PRFlavor(series, pr)
-			tree, err := runscbuild.Ensure(cfg, m, f)
-			if err != nil {
+			if err := ensurePR(cfg, m, runscbuild.PRFlavor(series, pr), append(series.Needs(pr.Name), pr)); err != nil {
 				return err
 			}
-			if shim, err := runscbuild.ChangesShim(pr); err != nil {
-				return err
-			} else if shim {
-				if _, err := runscbuild.EnsureShim(cfg, m, f, tree); err != nil {
+			// What it needs, alone: the column beside its own build.
+			if f, ok := runscbuild.NeedsFlavor(series, pr); ok {
+				if err := ensurePR(cfg, m, f, series.Needs(pr.Name)); err != nil {
 					return err
 				}
 			}
@@ -167,6 +166,26 @@ func run(repo, verb string) error {
 	default:
 		return fmt.Errorf("unknown verb %q: want build, prs, test or fuzz", verb)
 	}
+}
+
+// ensurePR builds f, made of the pull requests prs, and its shim when one
+// of them changes the shim.
+func ensurePR(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor, prs []runscbuild.PR) error {
+	tree, err := runscbuild.Ensure(cfg, m, f)
+	if err != nil {
+		return err
+	}
+	for _, pr := range prs {
+		shim, err := runscbuild.ChangesShim(pr)
+		if err != nil {
+			return err
+		}
+		if shim {
+			_, err := runscbuild.EnsureShim(cfg, m, f, tree)
+			return err
+		}
+	}
+	return nil
 }
 
 var fuzzFunc = regexp.MustCompile(`^func (Fuzz\w+)\(\w+ \*testing\.F\)`)

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -77,6 +78,50 @@ type HostRun struct {
 	// its console's last lines, the results it printed).
 	Attempt int       `json:"attempt,omitempty"`
 	Earlier []HostRun `json:"earlierAttempts,omitempty"`
+	// Builds maps each runtime this host ran from a runsc build of ours
+	// (bin/runsc-*, cmd/build-runsc) to what that binary was built from,
+	// as its stamp says and the staged copy's sha256 confirms. A runtime
+	// without one (runc, or a report written before builds were recorded)
+	// has no proven build.
+	Builds map[string]Build `json:"builds,omitempty"`
+}
+
+// Build is what one runsc binary was built from: the pinned gVisor module
+// and the patch files applied to it, in order. cmd/build-runsc writes it in
+// the stamp next to the binary; the matrix report keeps it per runtime.
+type Build struct {
+	// GVisor is the gvisor.dev/gvisor module version (go.mod's).
+	GVisor string `json:"gvisor"`
+	// Patches are the files applied, in order; none for stock runsc.
+	Patches []PatchFile `json:"patches,omitempty"`
+	// Digest is one digest over the patches (runscbuild.SeriesHash): the
+	// +cgpatches suffix of the binary's runsc --version; "" for stock.
+	Digest string `json:"digest,omitempty"`
+	// Binary is the sha256 of the binary built.
+	Binary string `json:"binarySha256,omitempty"`
+}
+
+// PatchFile is one applied patch file: its name under patches/ and the
+// sha256 of its content.
+type PatchFile struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+}
+
+// SameSource tells whether b and o were built from the same gVisor version
+// and the same patch files (names and contents) in the same order, whatever
+// the binaries' bytes.
+func (b Build) SameSource(o Build) bool {
+	return b.GVisor == o.GVisor && slices.Equal(b.Patches, o.Patches)
+}
+
+// String names the build briefly: the gVisor version and, when patched,
+// the digest of its patches, as runsc --version prints them.
+func (b Build) String() string {
+	if b.Digest == "" {
+		return b.GVisor
+	}
+	return b.GVisor + "+cgpatches." + b.Digest
 }
 
 // FromReport fills the host's results from the harness report the VM sent.

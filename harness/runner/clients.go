@@ -97,7 +97,7 @@ func handlerFor(rt Runtime, b *build.Binaries) (clients.Handler, error) {
 	switch rt.Kind {
 	case "runsc":
 		flavor := map[string]string{Candidate: "patched", "runsc-stock": "stock"}[rt.Name]
-		if _, ok := b.RunscShim[strings.TrimPrefix(rt.Name, "runsc-")]; ok && strings.HasPrefix(rt.Name, "runsc-pr-") {
+		if _, ok := b.RunscShim[strings.TrimPrefix(rt.Name, "runsc-")]; ok && (strings.HasPrefix(rt.Name, "runsc-pr-") || strings.HasPrefix(rt.Name, "runsc-needs-")) {
 			flavor = strings.TrimPrefix(rt.Name, "runsc-")
 		}
 		if flavor == "" {

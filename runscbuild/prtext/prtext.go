@@ -19,6 +19,7 @@ package prtext
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -42,6 +43,10 @@ const (
 type Outcome struct {
 	Case, Context, Runtime, Mode, Reason string
 	Outcome                              report.Outcome
+	// File is the report it came from (Load), and Build the build of its
+	// runtime that report records for its host; nil when it records none.
+	File  string
+	Build *report.Build
 }
 
 // Results is a run, flattened.
@@ -64,6 +69,9 @@ func Load(path string) (*Results, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	for i := range res.Outcomes {
+		res.Outcomes[i].File = path
+	}
 	return res, nil
 }
 
@@ -83,7 +91,8 @@ func LoadAll(paths []string) (*Results, error) {
 
 // Merge joins runs: modes in order of first appearance, every outcome, and
 // where two runs fill the same cell (case, context, runtime, mode) the later
-// run's. Each run's line is in Source once.
+// run's, with its build: Table refuses it when that build is not the
+// current one. Each run's line is in Source once.
 func Merge(runs ...*Results) *Results {
 	if len(runs) == 1 {
 		return runs[0]
@@ -189,7 +198,11 @@ func fromMatrix(m *report.Matrix) *Results {
 	for _, h := range m.Hosts {
 		res.addMode(string(h.Host))
 		for _, x := range h.Results {
-			res.add(outcomeOf(x, string(h.Host)))
+			o := outcomeOf(x, string(h.Host))
+			if b, ok := h.Builds[x.Runtime]; ok {
+				o.Build = &b
+			}
+			res.add(o)
 		}
 	}
 	return res
@@ -262,11 +275,14 @@ const Unfilled = "**Before/after table not filled: run `make matrix`, then `make
 
 // Fill replaces every table marker in md with its table from res (or, with
 // res nil, with Unfilled and the cases). warnings lists cells where the after
-// runtime does not pass, for the caller to show.
-func Fill(md string, res *Results, before, after string) (out string, warnings []string, err error) {
+// runtime does not pass, and tables printed marked "build unproven", for the
+// caller to show. A table with cells from another build than cols.Want is
+// not filled: the error is a *BuildError covering every such table of md.
+func Fill(md string, res *Results, cols Columns) (out string, warnings []string, err error) {
 	if _, err := Markers(md); err != nil {
 		return "", nil, err
 	}
+	var builds *BuildError
 	out = marker.ReplaceAllStringFunc(md, func(m string) string {
 		if err != nil {
 			return m
@@ -279,16 +295,158 @@ func Fill(md string, res *Results, before, after string) (out string, warnings [
 			}
 			return Unfilled + strings.Join(names, ", ") + "."
 		}
-		var t string
-		var w []string
-		t, w, err = Table(res, sels[0], before, after)
+		t, w, terr := Table(res, sels[0], cols)
+		var be *BuildError
+		if errors.As(terr, &be) {
+			if builds == nil {
+				builds = &BuildError{}
+			}
+			builds.Selectors = append(builds.Selectors, be.Selectors...)
+			builds.Problems = append(builds.Problems, be.Problems...)
+			return m
+		}
+		err = terr
 		warnings = append(warnings, w...)
 		return strings.TrimSuffix(t, "\n")
 	})
 	if err != nil {
 		return "", nil, err
 	}
+	if builds != nil {
+		return "", nil, builds
+	}
 	return out, warnings, nil
+}
+
+// Columns are the runtimes each cell of a table shows, in order, and the
+// build each must have been made from.
+type Columns struct {
+	Before string // stock runsc
+	// Needs, when the pull request needs others, is the build of only
+	// those (runscbuild.NeedsRuntime): what it needs, alone. NeedsAbout
+	// says what it holds.
+	Needs, NeedsAbout string
+	After             string // the pull request's build, or the whole series
+	// Want maps each runtime above to the build the current patches make.
+	// A cell whose run recorded another build is stale and never printed; a
+	// cell whose run recorded none is unproven, printed only with
+	// AllowUnproven, and then marked.
+	Want          map[string]report.Build
+	AllowUnproven bool
+}
+
+func (c Columns) runtimes() []string {
+	if c.Needs == "" {
+		return []string{c.Before, c.After}
+	}
+	return []string{c.Before, c.Needs, c.After}
+}
+
+// BuildError is a table (or several of one PR.md) whose cells come from
+// runs of another build than the current patches make (stale), or of no
+// recorded build (unproven).
+type BuildError struct {
+	Selectors []Selector // the tables' cases
+	Problems  []BuildProblem
+}
+
+// BuildProblem is one runtime's cells from one report: the build it
+// recorded (nil: none) and the one the current patches make.
+type BuildProblem struct {
+	Runtime string
+	File    string // "" for Parse's results, and where no run has the runtime at all
+	Have    *report.Build
+	Want    report.Build
+	Cells   int
+}
+
+// Stale tells a cell from another build from one of no recorded build.
+func (p BuildProblem) Stale() bool { return p.Have != nil }
+
+func (p BuildProblem) String() string {
+	file := p.File
+	if file == "" {
+		file = "the runs given"
+	}
+	if p.Cells == 0 {
+		return fmt.Sprintf("%s: no run has it (current build %s)", p.Runtime, p.Want)
+	}
+	if !p.Stale() {
+		return fmt.Sprintf("%s: %d cells from %s, which records no build (build unproven; current build %s)", p.Runtime, p.Cells, file, p.Want)
+	}
+	s := fmt.Sprintf("%s: %d cells from %s, built from %s, not the current %s", p.Runtime, p.Cells, file, p.Have, p.Want)
+	if changed := changedPatches(*p.Have, p.Want); len(changed) > 0 {
+		s += " (changed: " + strings.Join(changed, ", ") + ")"
+	}
+	return s
+}
+
+// changedPatches names the patch files of want that have has not, or not
+// with the same content, and those has applied that want does not.
+func changedPatches(has, want report.Build) []string {
+	var out []string
+	if has.GVisor != want.GVisor {
+		out = append(out, "gVisor "+has.GVisor+" → "+want.GVisor)
+	}
+	for _, w := range want.Patches {
+		if !slices.Contains(has.Patches, w) {
+			out = append(out, w.Name)
+		}
+	}
+	for _, h := range has.Patches {
+		if !slices.ContainsFunc(want.Patches, func(w report.PatchFile) bool { return w.Name == h.Name }) {
+			out = append(out, h.Name+" (no longer applied)")
+		}
+	}
+	return out
+}
+
+func (e *BuildError) Error() string {
+	var lines []string
+	for _, p := range e.Problems {
+		lines = append(lines, p.String())
+	}
+	return "table of " + selectorList(e.Selectors) + ": " + strings.Join(lines, "; ")
+}
+
+// Stale tells whether any cell is from another build (not only unproven).
+func (e *BuildError) Stale() bool {
+	return slices.ContainsFunc(e.Problems, BuildProblem.Stale)
+}
+
+func selectorList(sels []Selector) string {
+	var names []string
+	for _, s := range sels {
+		names = append(names, s.String())
+	}
+	return strings.Join(names, " ")
+}
+
+// RE matches the harness's "name [context]" of the selector, without
+// blanks (the matrix passes harness flags blank-separated).
+func (s Selector) RE() string {
+	re := regexp.QuoteMeta(s.Case) + `\s\[`
+	if s.Context != "" {
+		re += regexp.QuoteMeta(s.Context) + `\]`
+	}
+	return re
+}
+
+// RunRE is the harness's -run for the cases of sels.
+func RunRE(sels []Selector) string {
+	var res []string
+	for _, s := range sels {
+		if re := s.RE(); !slices.Contains(res, re) {
+			res = append(res, re)
+		}
+	}
+	return "^(" + strings.Join(res, "|") + ")"
+}
+
+// EvidenceCommand is the command that measures the cases of sels again
+// with the current patches' builds (make evidence, only those cases).
+func EvidenceCommand(sels []Selector) string {
+	return "make evidence MATRIX_FLAGS=\"-run '" + RunRE(sels) + "'\""
 }
 
 // HasRuntime tells whether the run has any outcome of runtime name.
@@ -316,9 +474,14 @@ func symbol(outcome report.Outcome) string {
 	return string(outcome)
 }
 
-// Table renders the rows sels select, before → after per mode, then the
-// reasons behind every cell that is not a pass and the source line.
-func Table(res *Results, sels []Selector, before, after string) (string, []string, error) {
+// Table renders the rows sels select, the runtimes of cols per mode (stock
+// → what it needs, alone → the pull request), then the reasons behind every
+// cell that is not a pass and the source line. Every cell it prints is from
+// the build cols.Want names for its runtime: a cell from another build is a
+// *BuildError, as is one from a run that records no build unless
+// cols.AllowUnproven (the table then says "Build unproven" above it and in
+// a warning).
+func Table(res *Results, sels []Selector, cols Columns) (string, []string, error) {
 	var rows []row
 	var missing []string
 	for _, s := range sels {
@@ -349,6 +512,10 @@ func Table(res *Results, sels []Selector, before, after string) (string, []strin
 		}
 		return Outcome{Case: r.Case, Context: r.Context, Runtime: rt, Mode: mode, Outcome: Missing}
 	}
+	proof, err := newProof(cols)
+	if err != nil {
+		return "", nil, err
+	}
 	var table [][]string
 	var warnings []string
 	// A note per runtime, case, outcome and reason, naming its contexts.
@@ -374,15 +541,23 @@ func Table(res *Results, sels []Selector, before, after string) (string, []strin
 	for _, r := range rows {
 		line := []string{r.String()}
 		for _, mode := range res.Modes {
-			b, a := get(r, before, mode), get(r, after, mode)
-			line = append(line, symbol(b.Outcome)+" → "+symbol(a.Outcome))
-			note(b)
-			note(a)
-			if a.Outcome != Pass && a.Outcome != Skip {
-				warnings = append(warnings, fmt.Sprintf("%s on %s: %s is %s", r, mode, after, a.Outcome))
+			var syms []string
+			for _, rt := range cols.runtimes() {
+				o := get(r, rt, mode)
+				proof.add(o)
+				syms = append(syms, symbol(o.Outcome))
+				note(o)
+			}
+			line = append(line, strings.Join(syms, " → "))
+			if a := get(r, cols.After, mode); a.Outcome != Pass && a.Outcome != Skip {
+				warnings = append(warnings, fmt.Sprintf("%s on %s: %s is %s", r, mode, cols.After, a.Outcome))
 			}
 		}
 		table = append(table, line)
+	}
+	unproven, err := proof.check(sels, cols.AllowUnproven)
+	if err != nil {
+		return "", nil, err
 	}
 	var notes []string
 	for _, k := range noteOrder {
@@ -397,20 +572,112 @@ func Table(res *Results, sels []Selector, before, after string) (string, []strin
 		notes = append(notes, fmt.Sprintf("- %s %s, %s: %s", symbol(k.outcome), where, k.runtime, reason))
 	}
 	afterWhat := "the whole series as built for the run, not this pull request alone"
-	if strings.HasPrefix(after, "runsc-pr-") {
+	if strings.HasPrefix(cols.After, "runsc-pr-") {
 		afterWhat = "stock runsc with this pull request, on the ones it needs"
 	}
-	if v := res.Versions[after]; v != "" {
+	if v := res.Versions[cols.After]; v != "" {
 		afterWhat = v + ": " + afterWhat
 	}
+	each := fmt.Sprintf("%s → %s (%s)", cols.Before, cols.After, afterWhat)
+	if cols.Needs != "" {
+		each = fmt.Sprintf("%s → %s (what it needs, alone: %s) → %s (%s); what this pull request itself changes is the last step", cols.Before, cols.Needs, cols.NeedsAbout, cols.After, afterWhat)
+	}
 	var b strings.Builder
+	for _, p := range unproven {
+		warnings = append(warnings, "build unproven: "+p.String())
+	}
+	if len(unproven) > 0 {
+		var files []string
+		for _, p := range unproven {
+			if f := p.File; f != "" && !slices.Contains(files, f) {
+				files = append(files, f)
+			}
+		}
+		fmt.Fprintf(&b, "**Build unproven:** the runs behind this table (%s) do not record which patch each runtime was built from, so its cells may be from an older build of this pull request. `%s` measures them again.\n\n", strings.Join(files, ", "), EvidenceCommand(sels))
+	}
 	b.WriteString(report.MarkdownTable(append([]string{"case [context]"}, res.Modes...), table))
-	fmt.Fprintf(&b, "\nEach cell: %s → %s (%s). ✓ meets every expectation of the case; ✗ does not, a divergence the case file declares (below); FAIL an unexpected failure; – the case does not apply to that mode; ? no record.\n", before, after, afterWhat)
+	fmt.Fprintf(&b, "\nEach cell: %s. ✓ meets every expectation of the case; ✗ does not, a divergence the case file declares (below); FAIL an unexpected failure; – the case does not apply to that mode; ? no record.\n", each)
+	if len(unproven) == 0 && len(cols.Want) > 0 {
+		var builds []string
+		for _, rt := range cols.runtimes() {
+			if proof.seen[rt] {
+				builds = append(builds, rt+" "+cols.Want[rt].String())
+			}
+		}
+		if len(builds) > 0 {
+			fmt.Fprintf(&b, "\nBuilt from: %s (each patch file's sha256 is in the run's report.json).\n", strings.Join(builds, ", "))
+		}
+	}
 	if len(notes) > 0 {
 		b.WriteString("\n" + strings.Join(notes, "\n") + "\n")
 	}
 	fmt.Fprintf(&b, "\n<sub>Generated by `make upstream-series` from a %s.</sub>\n", res.Source)
 	return b.String(), warnings, nil
+}
+
+// proof gathers, for a table, the cells whose build is not the one
+// Columns.Want names.
+type proof struct {
+	cols     Columns
+	order    []proofKey
+	problems map[proofKey]*BuildProblem
+	seen     map[string]bool // runtimes with a cell
+}
+
+type proofKey struct{ runtime, file, have string }
+
+func newProof(cols Columns) (*proof, error) {
+	for _, rt := range cols.runtimes() {
+		if _, ok := cols.Want[rt]; !ok {
+			return nil, fmt.Errorf("no current build given for %s: cannot tell whether its cells are from it", rt)
+		}
+	}
+	return &proof{cols: cols, problems: map[proofKey]*BuildProblem{}, seen: map[string]bool{}}, nil
+}
+
+// add checks one printed cell.
+func (p *proof) add(o Outcome) {
+	if o.Outcome == Missing {
+		return
+	}
+	p.seen[o.Runtime] = true
+	want := p.cols.Want[o.Runtime]
+	if o.Build != nil && o.Build.SameSource(want) {
+		return
+	}
+	k := proofKey{runtime: o.Runtime, file: o.File}
+	if o.Build != nil {
+		k.have = o.Build.String() + "\x00" + fmt.Sprint(o.Build.Patches)
+	}
+	if _, ok := p.problems[k]; !ok {
+		p.order = append(p.order, k)
+		p.problems[k] = &BuildProblem{Runtime: o.Runtime, File: o.File, Have: o.Build, Want: want}
+	}
+	p.problems[k].Cells++
+}
+
+// check returns the unproven problems when they may be printed, or a
+// *BuildError: any stale cell, or an unproven one without allowUnproven. A
+// needs or after step no run has at all is unproven too.
+func (p *proof) check(sels []Selector, allowUnproven bool) ([]BuildProblem, error) {
+	var all []BuildProblem
+	stale := false
+	for _, rt := range []string{p.cols.Needs, p.cols.After} {
+		if rt != "" && !p.seen[rt] {
+			all = append(all, BuildProblem{Runtime: rt, Want: p.cols.Want[rt]})
+		}
+	}
+	for _, k := range p.order {
+		all = append(all, *p.problems[k])
+		stale = stale || p.problems[k].Stale()
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
+	if stale || !allowUnproven {
+		return nil, &BuildError{Selectors: sels, Problems: all}
+	}
+	return all, nil
 }
 
 // oneLine keeps a reason on one table note line, without this project's

@@ -39,10 +39,33 @@ func testMatrix() *report.Matrix {
 	}}
 }
 
+// Builds of testMatrix's runsc runtimes as the current patches make them.
+var (
+	stockBuild   = report.Build{GVisor: "v0.0.0-x"}
+	patchedBuild = report.Build{GVisor: "v0.0.0-x", Digest: "aaaaaaaaaaaa", Patches: []report.PatchFile{{Name: "01-a/0001-a.patch", SHA256: "a1"}}}
+	oldBuild     = report.Build{GVisor: "v0.0.0-x", Digest: "bbbbbbbbbbbb", Patches: []report.PatchFile{{Name: "01-a/0001-a.patch", SHA256: "a0"}}}
+	current      = map[string]report.Build{"runsc-stock": stockBuild, "runsc-patched": patchedBuild}
+)
+
+// builtMatrix is testMatrix with each host recording patched, stock's
+// builds.
+func builtMatrix(patched report.Build) *report.Matrix {
+	m := testMatrix()
+	for i := range m.Hosts {
+		m.Hosts[i].Builds = map[string]report.Build{"runsc-stock": stockBuild, "runsc-patched": patched}
+	}
+	return m
+}
+
+// cols are the columns of the tests: stock → patched, builds as current.
+func cols() Columns {
+	return Columns{Before: "runsc-stock", After: "runsc-patched", Want: current}
+}
+
 // matrixJSON is testMatrix as report.json holds it.
 func matrixJSON(t *testing.T) []byte {
 	t.Helper()
-	data, err := json.Marshal(testMatrix())
+	data, err := json.Marshal(builtMatrix(patchedBuild))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +80,7 @@ func TestParseMatrix(t *testing.T) {
 	if diff := cmp.Diff([]string{"v1", "v2", "systemd-v1"}, res.Modes); diff != "" {
 		t.Errorf("modes (-want +got):\n%s", diff)
 	}
-	if got, want := res.Outcomes[2], (Outcome{Case: "failed-start", Context: "host", Runtime: "runsc-patched", Mode: "v1", Outcome: Pass}); got != want {
+	if got, want := res.Outcomes[2], (Outcome{Case: "failed-start", Context: "host", Runtime: "runsc-patched", Mode: "v1", Outcome: Pass, Build: &patchedBuild}); !cmp.Equal(got, want) {
 		t.Errorf("outcome 2 = %+v, want %+v", got, want)
 	}
 	for _, want := range []string{"systemd-v1 (timeout)", "linux-image-6.1.0-50-cloud-amd64", "tcg"} {
@@ -162,7 +185,7 @@ func TestTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, warnings, err := Table(res, []Selector{{Case: "empty-path-same-id"}, {Case: "failed-start"}, {Case: "nested-rollup", Context: "host"}}, "runsc-stock", "runsc-patched")
+	got, warnings, err := Table(res, []Selector{{Case: "empty-path-same-id"}, {Case: "failed-start"}, {Case: "nested-rollup", Context: "host"}}, cols())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +197,8 @@ func TestTable(t *testing.T) {
 | nested-rollup [host] | – → – | ✗ → ✓ | ? → ? |
 
 Each cell: runsc-stock → runsc-patched (the whole series as built for the run, not this pull request alone). ✓ meets every expectation of the case; ✗ does not, a divergence the case file declares (below); FAIL an unexpected failure; – the case does not apply to that mode; ? no record.
+
+Built from: runsc-stock v0.0.0-x, runsc-patched v0.0.0-x+cgpatches.aaaaaaaaaaaa (each patch file's sha256 is in the run's report.json).
 
 - ✗ empty-path-same-id [host], runsc-stock: stock runsc shares /<id>; delete fails with EBUSY
 - FAIL empty-path-same-id [host], runsc-patched: delete-first: exit 128
@@ -197,7 +222,7 @@ Each cell: runsc-stock → runsc-patched (the whole series as built for the run,
 	if diff := cmp.Diff(wantWarn, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
-	if _, _, err := Table(res, []Selector{{Case: "no-such-case"}, {Case: "failed-start", Context: "kubepods"}}, "runsc-stock", "runsc-patched"); err == nil ||
+	if _, _, err := Table(res, []Selector{{Case: "no-such-case"}, {Case: "failed-start", Context: "kubepods"}}, cols()); err == nil ||
 		!strings.Contains(err.Error(), "no-such-case, failed-start[kubepods]") {
 		t.Errorf("unknown cases: error %v", err)
 	}
@@ -209,7 +234,7 @@ func TestFill(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := "## Before and after\n\n<!-- table: failed-start[host] -->\n\n## Compatibility\n"
-	got, _, err := Fill(md, res, "runsc-stock", "runsc-patched")
+	got, _, err := Fill(md, res, cols())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,14 +242,14 @@ func TestFill(t *testing.T) {
 		!strings.HasPrefix(got, "## Before and after\n\n| case [context] |") || !strings.HasSuffix(got, "</sub>\n\n## Compatibility\n") {
 		t.Errorf("Fill:\n%s", got)
 	}
-	unfilled, _, err := Fill(md, nil, "runsc-stock", "runsc-patched")
+	unfilled, _, err := Fill(md, nil, cols())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "## Before and after\n\n" + Unfilled + "`failed-start[host]`.\n\n## Compatibility\n"; unfilled != want {
 		t.Errorf("Fill without a report (-want +got):\n%s", cmp.Diff(want, unfilled))
 	}
-	if _, _, err := Fill("<!-- table: absent -->\n", res, "runsc-stock", "runsc-patched"); err == nil {
+	if _, _, err := Fill("<!-- table: absent -->\n", res, cols()); err == nil {
 		t.Errorf("Fill with a case the report lacks: no error")
 	}
 }

@@ -3,7 +3,6 @@ package upstream
 import (
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/runsc-cgroups/cgconform/runscbuild"
@@ -13,10 +12,13 @@ import (
 // EvidenceArgs returns the matrix flags of the run behind the PR.md tables:
 // stock runsc on every case a table names, and each pull request's build
 // (runscbuild.PRFlavor) on its own table's cases only, so that each table
-// compares stock with stock + that pull request.
+// compares stock with stock + that pull request; and for a pull request
+// that needs others, the build of only those (runscbuild.NeedsFlavor) on
+// the same cases, so that the table shows what it alone changes.
 func EvidenceArgs(s *runscbuild.Series) ([]string, error) {
 	runtimes := []string{"runsc-stock=/payload/bin/runsc-stock"}
-	var all, harness []string
+	var all []prtext.Selector
+	var harness []string
 	for _, pr := range s.PRs {
 		md, err := os.ReadFile(pr.Description())
 		if err != nil {
@@ -26,33 +28,26 @@ func EvidenceArgs(s *runscbuild.Series) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", pr.Description(), err)
 		}
-		var own []string
+		var own []prtext.Selector
 		for _, sels := range markers {
-			for _, sel := range sels {
-				own = append(own, selectorRE(sel))
-			}
+			own = append(own, sels...)
 		}
 		if len(own) == 0 {
 			return nil, fmt.Errorf("%s names no case in a table marker", pr.Description())
 		}
-		rt := runscbuild.PRRuntime(pr.Name)
-		runtimes = append(runtimes, rt+"=/payload/bin/"+rt)
-		harness = append(harness, "-runtime-cases", rt+"=^("+strings.Join(own, "|")+")")
+		rts := []string{runscbuild.PRRuntime(pr.Name)}
+		if _, ok := runscbuild.NeedsFlavor(s, pr); ok {
+			rts = append(rts, runscbuild.NeedsRuntime(pr.Name))
+		}
+		for _, rt := range rts {
+			runtimes = append(runtimes, rt+"=/payload/bin/"+rt)
+			harness = append(harness, "-runtime-cases", rt+"="+prtext.RunRE(own))
+		}
 		all = append(all, own...)
 	}
 	return []string{
 		"-runtimes", strings.Join(runtimes, ","),
-		"-run", "^(" + strings.Join(all, "|") + ")",
+		"-run", prtext.RunRE(all),
 		"-harness-args", strings.Join(harness, " "),
 	}, nil
-}
-
-// selectorRE matches the "name [context]" of a table selector, without
-// blanks (the matrix passes harness flags blank-separated).
-func selectorRE(sel prtext.Selector) string {
-	re := regexp.QuoteMeta(sel.Case) + `\s\[`
-	if sel.Context != "" {
-		re += regexp.QuoteMeta(sel.Context) + `\]`
-	}
-	return re
 }

@@ -1,13 +1,16 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/runsc-cgroups/cgconform/harness/report"
 	"github.com/runsc-cgroups/cgconform/runscbuild"
 	"github.com/runsc-cgroups/cgconform/runscbuild/patchmail"
 	"github.com/runsc-cgroups/cgconform/runscbuild/prtext"
@@ -47,6 +50,13 @@ type WriteConfig struct {
 	// Report fills the PR.md tables; nil leaves prtext.Unfilled in them.
 	Report        *prtext.Results
 	Before, After string // the runtimes of a table's cells
+	// Module is the pinned gVisor: with the series it makes the build each
+	// runtime of a table must have been made from.
+	Module runscbuild.Module
+	// AllowUnproven prints, marked "build unproven", a table whose runs
+	// record no build; without it such a table is refused like a stale
+	// one.
+	AllowUnproven bool
 	Log           io.Writer
 }
 
@@ -57,7 +67,11 @@ const outMarker = ".upstream-series"
 // Write writes, for every pull request, Out/NN-name/000N-*.patch (numbered
 // within the pull request, with the sender's From: and Signed-off-by:) and
 // Out/NN-name/PR.md (tables filled). It returns the warnings of the tables:
-// cells where the patched runtime did not pass.
+// cells where the patched runtime did not pass, tables printed "build
+// unproven". A pull request whose table has a cell from another build than
+// its current patches make (or, without AllowUnproven, from a run that
+// records none) gets no PR.md: after the others are written, a *StaleError
+// names each such pull request, what is stale and how to measure it again.
 func Write(c WriteConfig) (warnings []string, err error) {
 	if err := c.Author.Check(); err != nil {
 		return nil, err
@@ -65,6 +79,7 @@ func Write(c WriteConfig) (warnings []string, err error) {
 	if err := prepareOut(c.Out); err != nil {
 		return nil, err
 	}
+	refused := &StaleError{}
 	for _, pr := range c.Series.PRs {
 		dir := filepath.Join(c.Out, pr.Name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -88,11 +103,17 @@ func Write(c WriteConfig) (warnings []string, err error) {
 		if err != nil {
 			return nil, err
 		}
-		after := c.After
-		if c.Report != nil && c.Report.HasRuntime(runscbuild.PRRuntime(pr.Name)) {
-			after = runscbuild.PRRuntime(pr.Name) // stock + this pull request
+		cols, err := c.columns(pr)
+		if err != nil {
+			return nil, err
 		}
-		filled, w, err := prtext.Fill(string(md), c.Report, c.Before, after)
+		filled, w, err := prtext.Fill(string(md), c.Report, cols)
+		var be *prtext.BuildError
+		if errors.As(err, &be) {
+			refused.PRs = append(refused.PRs, RefusedTable{PR: pr.Name, Err: be})
+			fmt.Fprintf(c.Log, "upstream-series: %s: %d patch(es), no PR.md (its table is not from the current patches' builds)\n", dir, len(pr.Patches))
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", pr.Description(), err)
 		}
@@ -104,7 +125,97 @@ func Write(c WriteConfig) (warnings []string, err error) {
 		}
 		fmt.Fprintf(c.Log, "upstream-series: %s: %d patch(es) and PR.md\n", dir, len(pr.Patches))
 	}
+	if len(refused.PRs) > 0 {
+		return warnings, refused
+	}
 	return warnings, nil
+}
+
+// columns are the runtimes of pr's table and the builds the current
+// patches make of each: stock; what pr needs, alone, when it needs any;
+// and pr's own build, or After (the whole series) when the runs have no
+// pull request's build at all.
+func (c WriteConfig) columns(pr runscbuild.PR) (prtext.Columns, error) {
+	cols := prtext.Columns{Before: c.Before, After: c.After, AllowUnproven: c.AllowUnproven, Want: map[string]report.Build{}}
+	// Stock + this pull request, wherever the runs have pull requests'
+	// builds (a run without any, such as make matrix, shows the series).
+	if c.Report != nil && slices.ContainsFunc(c.Report.Outcomes, func(o prtext.Outcome) bool {
+		return strings.HasPrefix(o.Runtime, "runsc-pr-")
+	}) {
+		cols.After = runscbuild.PRRuntime(pr.Name)
+	}
+	if _, ok := runscbuild.NeedsFlavor(c.Series, pr); ok {
+		cols.Needs = runscbuild.NeedsRuntime(pr.Name)
+		var names []string
+		for _, n := range c.Series.Needs(pr.Name) {
+			names = append(names, n.Name)
+		}
+		cols.NeedsAbout = "stock runsc with " + strings.Join(names, ", ")
+	}
+	for _, rt := range []string{cols.Before, cols.Needs, cols.After} {
+		if rt == "" {
+			continue
+		}
+		f, ok := runscbuild.RuntimeFlavor(c.Series, rt)
+		if !ok {
+			return cols, fmt.Errorf("%s: no build of the series runs as %s, so no table can show it", pr.Name, rt)
+		}
+		b, err := runscbuild.BuildOf(c.Module, f.Patches)
+		if err != nil {
+			return cols, err
+		}
+		cols.Want[rt] = b
+	}
+	return cols, nil
+}
+
+// StaleError lists the pull requests whose tables Write refused.
+type StaleError struct{ PRs []RefusedTable }
+
+// RefusedTable is one pull request's refused table.
+type RefusedTable struct {
+	PR  string
+	Err *prtext.BuildError
+}
+
+func (e *StaleError) Error() string {
+	var b strings.Builder
+	var stale, unproven []string
+	for _, r := range e.PRs {
+		if r.Err.Stale() {
+			stale = append(stale, r.PR)
+		} else {
+			unproven = append(unproven, r.PR)
+		}
+	}
+	fmt.Fprintf(&b, "%d pull requests' tables are not from their current patches' builds (stale: %s; build unproven: %s); no PR.md written for them:",
+		len(e.PRs), orNone(stale), orNone(unproven))
+	for _, r := range e.PRs {
+		fmt.Fprintf(&b, "\n  pull request %s, %s:", r.PR, tableName(r.Err.Selectors))
+		for _, p := range r.Err.Problems {
+			fmt.Fprintf(&b, "\n    %s", p)
+		}
+		fmt.Fprintf(&b, "\n    measure again: %s (after make runsc-prs; then keep out/evidence/report.json in patches/evidence/)", prtext.EvidenceCommand(r.Err.Selectors))
+	}
+	if len(unproven) > 0 && len(stale) == 0 {
+		b.WriteString("\n  (-allow-unproven, ALLOW_UNPROVEN=1 for make, prints the unproven tables marked \"Build unproven\")")
+	}
+	return b.String()
+}
+
+func tableName(sels []prtext.Selector) string {
+	var names []string
+	for _, s := range sels {
+		names = append(names, s.String())
+	}
+	return "table of " + strings.Join(names, " ")
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, " ")
 }
 
 // prepareOut makes out, or empties it if Write made it; any other

@@ -74,7 +74,8 @@ func TestWrite(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "out")
 	id := patchmail.Identity{Name: "Jane Doe", Email: "jane@users.noreply.github.com"}
-	cfg := WriteConfig{Series: s, Out: out, Author: id, Report: res, Before: "runsc-stock", After: "runsc-patched", Log: io.Discard}
+	// A conformance report records no build: its tables are unproven.
+	cfg := WriteConfig{Series: s, Out: out, Author: id, Report: res, Before: "runsc-stock", After: "runsc-patched", Module: runscbuild.Module{Version: "v0.0.0-x"}, AllowUnproven: true, Log: io.Discard}
 	if _, err := Write(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -118,12 +119,20 @@ func TestWrite(t *testing.T) {
 	if diff := cmp.Diff([]string{patchmail.AssistedBy, "Signed-off-by: Jane Doe <jane@users.noreply.github.com>"}, m.Trailers()); diff != "" {
 		t.Errorf("trailers (-want +got):\n%s", diff)
 	}
-	md, err := os.ReadFile(filepath.Join(out, "02-empty-path", "PR.md"))
+	md, err := os.ReadFile(filepath.Join(out, "01-levels", "PR.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(md), "| delete [host] | ✗ → ✓ |") || strings.Contains(string(md), "<!-- table") {
-		t.Errorf("PR.md not filled:\n%s", md)
+	if !strings.Contains(string(md), "| delete [host] | ✗ → ✓ |") || strings.Contains(string(md), "<!-- table") || !strings.Contains(string(md), "**Build unproven:**") {
+		t.Errorf("PR.md not filled, marked build unproven:\n%s", md)
+	}
+	// 02 needs 01: its cells have a step for 01 alone (never run here).
+	md, err = os.ReadFile(filepath.Join(out, "02-empty-path", "PR.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| delete [host] | ✗ → ? → ✓ |") {
+		t.Errorf("PR.md of a pull request with a dependency has no step for what it needs:\n%s", md)
 	}
 
 	// Again into the same folder: allowed, and stale files go.
@@ -213,7 +222,8 @@ func TestSendSteps(t *testing.T) {
 }
 
 // TestEvidenceArgs: stock runs every table's cases, each pull request's
-// build only its own, and no flag value holds a blank.
+// build only its own, as does the build of what a pull request needs,
+// alone, and no flag value holds a blank.
 func TestEvidenceArgs(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
@@ -243,9 +253,9 @@ func TestEvidenceArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"-runtimes", "runsc-stock=/payload/bin/runsc-stock,runsc-pr-01-a=/payload/bin/runsc-pr-01-a,runsc-pr-02-b=/payload/bin/runsc-pr-02-b",
+		"-runtimes", "runsc-stock=/payload/bin/runsc-stock,runsc-pr-01-a=/payload/bin/runsc-pr-01-a,runsc-pr-02-b=/payload/bin/runsc-pr-02-b,runsc-needs-02-b=/payload/bin/runsc-needs-02-b",
 		"-run", `^(one\s\[|two\s\[ctx\]|three\s\[)`,
-		"-harness-args", `-runtime-cases runsc-pr-01-a=^(one\s\[|two\s\[ctx\]) -runtime-cases runsc-pr-02-b=^(three\s\[)`,
+		"-harness-args", `-runtime-cases runsc-pr-01-a=^(one\s\[|two\s\[ctx\]) -runtime-cases runsc-pr-02-b=^(three\s\[) -runtime-cases runsc-needs-02-b=^(three\s\[)`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("EvidenceArgs (-want +got):\n%s", diff)

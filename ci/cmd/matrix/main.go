@@ -6,18 +6,22 @@
 // It builds (or takes from out/cache/vm) the Debian cloud kernel, the busybox
 // initramfs and the debootstrap'd systemd disk, puts bin/ and cases/ on a
 // payload disk, boots one VM per mode with a time limit, and writes
-// OUT/report.json, OUT/report.md and OUT/junit.xml. It exits 1 when a mode
-// gave no results or a record failed.
+// OUT/report.json, OUT/report.md and OUT/junit.xml. Each host of
+// report.json records, per runtime built by cmd/build-runsc, the build it
+// ran (its stamp's gVisor version and patch files, checked against the
+// staged binary). It exits 1 when a mode gave no results or a record failed.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -208,6 +212,16 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(staged.Dir)
+	builds, notes, err := payloadBuilds(payload.Runtimes, o.bin, filepath.Join(staged.Dir, "bin"))
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range notes {
+		logf("%s", n)
+	}
+	for _, rt := range slices.Sorted(maps.Keys(builds)) {
+		logf("%s is %s (%d patches)", rt, builds[rt], len(builds[rt].Patches))
+	}
 	logf("images ready in %s (kernel %s)", time.Since(start).Round(time.Second), kernel)
 
 	matrix := &report.Matrix{Schema: report.MatrixSchema, Kernel: o.kernelPkg, Accel: accelName(kvm)}
@@ -225,6 +239,7 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 			}
 			logf("[%d/%d] mode %s: time limit %s", i+1, n, m.Name, timeout.Round(time.Second))
 			mr := runMode(ctx, o, m, kernel, bases[m.Base], debian, staged, kvm, timeout, bound)
+			mr.Builds = builds
 			// The time to have the images it boots (each made once).
 			mr.ImageSeconds = (kernelTime + baseTime[m.Base] + debianTime).Seconds()
 			logf("[%d/%d] mode %s: %s, boot %.0fs, total %.0fs, %d results", i+1, n, m.Name, mr.Status, mr.BootSeconds, mr.WallSeconds, len(mr.Results))

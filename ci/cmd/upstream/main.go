@@ -2,7 +2,7 @@
 // requests with the sender's authorship and their descriptions, checks them
 // on an upstream checkout, and keeps the committed patches neutral.
 //
-//	upstream series -out DIR [-report report.json] [-author-name N -author-email E]
+//	upstream series -out DIR [-report report.json] [-allow-unproven] [-author-name N -author-email E]
 //	upstream check -dir GVISOR [-base REV] [-go-ref BRANCH]
 //	upstream neutralize FILE...   # From: placeholder, one Assisted-by trailer
 //	upstream sync                 # WORKSPACE's patch list from patches/series
@@ -30,7 +30,7 @@ import (
 
 func usage() {
 	fmt.Fprintf(os.Stderr, `usage:
-  upstream [-repo DIR] series -out DIR [-report FILE] [-author-name NAME -author-email EMAIL]
+  upstream [-repo DIR] series -out DIR [-report FILE] [-allow-unproven] [-author-name NAME -author-email EMAIL]
   upstream [-repo DIR] check -dir GVISOR-REPOSITORY [-base REV] [-go-ref BRANCH]
   upstream [-repo DIR] neutralize PATCH-FILE...
   upstream [-repo DIR] sync
@@ -270,10 +270,11 @@ func cmdSeries(root string, args []string) error {
 	name := fs.String("author-name", "", "author and Signed-off-by name (default: git config user.name)")
 	email := fs.String("author-email", "", "author and Signed-off-by email (default: git config user.email)")
 	before := fs.String("before", "runsc-stock", "the runtime a table's cells show first")
-	after := fs.String("after", "runsc-patched", "the runtime a table's cells show second")
+	after := fs.String("after", "runsc-patched", "the runtime a table's cells show last, where the report has no build of the pull request itself")
+	allowUnproven := fs.Bool("allow-unproven", false, "print, marked \"Build unproven\", a table whose runs record no build (reports from before builds were recorded); a table from another build than the current patches' is refused all the same")
 	fs.Parse(args)
 	if *out == "" || fs.NArg() > 0 {
-		return fmt.Errorf("usage: upstream series -out DIR [-report FILE] [-author-name NAME -author-email EMAIL]")
+		return fmt.Errorf("usage: upstream series -out DIR [-report FILE] [-allow-unproven] [-author-name NAME -author-email EMAIL]")
 	}
 	id, source, err := upstream.Identity(root, *name, *email)
 	if err != nil {
@@ -287,21 +288,27 @@ func cmdSeries(root string, args []string) error {
 		*reportPath = defaultReports(root)
 	}
 	var res *prtext.Results
+	var m runscbuild.Module
 	if *reportPath != "" {
 		if res, err = prtext.LoadAll(strings.Split(*reportPath, ",")); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "upstream-series: tables from %s (%s)\n", *reportPath, res.Source)
+		// The gVisor version stock runsc and every build must be from.
+		if m, err = runscbuild.ResolveModule(root); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(os.Stderr, "upstream-series: author %s (from %s)\n", id, source)
 	warnings, err := upstream.Write(upstream.WriteConfig{
-		Series: s, Out: *out, Author: id, Report: res, Before: *before, After: *after, Log: os.Stderr,
+		Series: s, Out: *out, Author: id, Report: res, Before: *before, After: *after,
+		Module: m, AllowUnproven: *allowUnproven, Log: os.Stderr,
 	})
-	if err != nil {
-		return err
-	}
 	for _, w := range warnings {
 		fmt.Fprintf(os.Stderr, "upstream-series: warning: %s\n", w)
+	}
+	if err != nil {
+		return err
 	}
 	if res == nil {
 		fmt.Fprintf(os.Stderr, "upstream-series: WARNING: no report: the PR.md tables are NOT filled (run make matrix, then pass REPORT=out/matrix/report.json)\n")
@@ -378,6 +385,13 @@ func cmdCheck(root string, args []string) error {
 func defaultReports(root string) string {
 	if kept, _ := filepath.Glob(filepath.Join(root, "patches", "evidence", "*.json")); len(kept) > 0 {
 		sort.Strings(kept)
+		// Named as from the project root when run there: the names go into
+		// the tables' notes and errors.
+		if wd, err := os.Getwd(); err == nil && wd == root {
+			for i, k := range kept {
+				kept[i], _ = filepath.Rel(root, k)
+			}
+		}
 		return strings.Join(kept, ",")
 	}
 	if def := filepath.Join(root, "out", "matrix", "report.json"); fileExists(def) {
