@@ -20,6 +20,11 @@ import (
 //     runc pod made over CRI (privileged; or with a cgroup namespace and a
 //     writable cgroup2, containerd's cgroup_writable); every runtime
 //     command runs in it through crictl exec, as kubectl exec does.
+//   - cri-delegated-nested: cri-delegated after the caller's own move (as
+//     caller-nested): before any runtime runs, a command in the container
+//     moves C's processes into the leaf C/supervisor and enables C's
+//     controllers, the sequence patches/90-nested-cgroups/DESIGN.md
+//     recommends to callers.
 //   - docker, docker-systemd, podman, podman-systemd: a private Docker
 //     daemon or Podman store (clients.Engine) with the cgroupfs or the
 //     systemd driver; C is the engine's own cgroup; every sandbox is an
@@ -43,16 +48,17 @@ var commonChecks = []string{"check", "sleep"}
 
 // ClientContexts lists the client contexts and what they support.
 var ClientContexts = map[string]ClientContext{
-	"ctr":              {Name: "ctr", Makes: true, Actions: append([]string{"run", "kill", "delete", "delete-force", "state", "wait-stopped", "pause", "resume", "kill-sandbox"}, commonChecks...)},
-	"kubelet-cgroupfs": {Name: "kubelet-cgroupfs", Makes: true, OneSandbox: true, Actions: append([]string{"run", "delete", "delete-force", "state", "wait-stopped", "exec"}, commonChecks...)},
-	"kubelet-systemd":  {Name: "kubelet-systemd", Makes: true, OneSandbox: true, Actions: append([]string{"run", "delete", "delete-force", "state", "wait-stopped", "exec"}, commonChecks...)},
-	"cri-privileged":   {Name: "cri-privileged"},
-	"cri-delegated":    {Name: "cri-delegated"},
-	"kubelet-static":   {Name: "kubelet-static"},
-	"docker":           engineContext("docker", "restart-daemon", "runtime-delete"),
-	"docker-systemd":   engineContext("docker-systemd", "restart-daemon", "runtime-delete"),
-	"podman":           engineContext("podman"),
-	"podman-systemd":   engineContext("podman-systemd"),
+	"ctr":                  {Name: "ctr", Makes: true, Actions: append([]string{"run", "kill", "delete", "delete-force", "state", "wait-stopped", "pause", "resume", "kill-sandbox"}, commonChecks...)},
+	"kubelet-cgroupfs":     {Name: "kubelet-cgroupfs", Makes: true, OneSandbox: true, Actions: append([]string{"run", "delete", "delete-force", "state", "wait-stopped", "exec"}, commonChecks...)},
+	"kubelet-systemd":      {Name: "kubelet-systemd", Makes: true, OneSandbox: true, Actions: append([]string{"run", "delete", "delete-force", "state", "wait-stopped", "exec"}, commonChecks...)},
+	"cri-privileged":       {Name: "cri-privileged"},
+	"cri-delegated":        {Name: "cri-delegated"},
+	"cri-delegated-nested": {Name: "cri-delegated-nested"},
+	"kubelet-static":       {Name: "kubelet-static"},
+	"docker":               engineContext("docker", "restart-daemon", "runtime-delete"),
+	"docker-systemd":       engineContext("docker-systemd", "restart-daemon", "runtime-delete"),
+	"podman":               engineContext("podman"),
+	"podman-systemd":       engineContext("podman-systemd"),
 }
 
 func engineContext(name string, more ...string) ClientContext {

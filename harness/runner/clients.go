@@ -49,7 +49,7 @@ func clientKindOf(cx string) clientKind {
 		return clientCtr
 	case "kubelet-cgroupfs", "kubelet-systemd":
 		return clientKubelet
-	case "cri-privileged", "cri-delegated", "kubelet-static":
+	case "cri-privileged", "cri-delegated", "cri-delegated-nested", "kubelet-static":
 		return clientExec
 	}
 	if casefile.ClientContexts[cx].Engine {
@@ -160,7 +160,7 @@ func (r *Runner) clientSkip(cx string, rt Runtime) string {
 		if !r.host.SystemdPID1 {
 			return "the kubelet runs with the systemd cgroup driver where systemd is PID 1 (the systemd VMs); the cgroupfs driver is not wired"
 		}
-	case "cri-delegated":
+	case "cri-delegated", "cri-delegated-nested":
 		if r.host.Mode != mode.V2 {
 			return "containerd gives a container a cgroup namespace and a writable cgroup2 (cgroup_writable) only on cgroup v2"
 		}
@@ -241,7 +241,7 @@ func (r *Runner) setupClient(ctx context.Context, cs *caseState) error {
 		cl.handler = h
 		hs = append(hs, h)
 	}
-	if cs.cx == "cri-delegated" {
+	if cs.cx == "cri-delegated" || cs.cx == "cri-delegated-nested" {
 		hs = append(hs, clients.Handler{Name: PodHandlerDelegated, Shim: r.opt.Clients.RuncShim, Runc: runc, CgroupWritable: true})
 	}
 	systemd := cs.cx == "kubelet-systemd" || k == clientExec && r.host.SystemdPID1
@@ -336,9 +336,10 @@ func (r *Runner) setPodCaller(cs *caseState, dir string) {
 // runtime binary at their host paths. cri-privileged makes it
 // privileged (host cgroup namespace, host cgroupfs read-write);
 // cri-delegated gives it every capability without privilege, so containerd
-// keeps its cgroup namespace, and runs it with the cgroup_writable handler.
-// C is the container's cgroup; containerd, the shim and the pod's
-// processes are the context's.
+// keeps its cgroup namespace, and runs it with the cgroup_writable handler;
+// in cri-delegated-nested the caller then moves itself into a leaf
+// (moveCallerIntoLeaf). C is the container's cgroup; containerd, the shim
+// and the pod's processes are the context's.
 func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 	cl := cs.client
 	handler, privileged := clients.HandlerRunc, cs.cx == "cri-privileged"
@@ -420,6 +421,59 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 		}
 		if pc, err := cgroupfs.ProcCgroup(p); err == nil && pc[ref] == cs.caller[ref] {
 			cs.callerHolders = append(cs.callerHolders, p)
+		}
+	}
+	if cs.cx == "cri-delegated-nested" {
+		return r.moveCallerIntoLeaf(ctx, cs)
+	}
+	return nil
+}
+
+// moveIntoLeaf is what patches/90-nested-cgroups/DESIGN.md recommends a
+// caller runs before it starts runsc, to have sandboxes beneath its own
+// cgroup C on cgroup v2 (runc's script/prepare-cgroup-v2.sh does the same
+// with a leaf named init): every process of C into the leaf C/supervisor,
+// then every controller C has enabled for its children, which the kernel
+// refuses (EBUSY) while C still holds a process, so it moves again.
+const moveIntoLeaf = `C=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+mkdir -p "$C/supervisor"
+for i in 1 2 3 4 5 6 7 8; do
+	for p in $(cat "$C/cgroup.procs"); do echo "$p" >"$C/supervisor/cgroup.procs" 2>/dev/null; done
+	sed 's/[^ ][^ ]*/+&/g' "$C/cgroup.controllers" >"$C/cgroup.subtree_control" 2>/dev/null && exit 0
+done
+exit 1`
+
+// moveCallerIntoLeaf runs moveIntoLeaf in the exec context's container, as
+// the caller itself would (crictl exec, inside the container's cgroup
+// namespace), before any runtime command, and holds it to what it says:
+// C holds no process and enables every controller it has. Later crictl
+// execs start in the leaf: runc exec falls back to the cgroup of the
+// container's init when C refuses the process (EBUSY).
+func (r *Runner) moveCallerIntoLeaf(ctx context.Context, cs *caseState) error {
+	st := cs.client.pod.Exec(ctx, r.clientLimit(), "/bin/sh", "-c", moveIntoLeaf)
+	if !st.OK() {
+		return fmt.Errorf("moving the caller into its leaf %s (crictl exec of DESIGN.md's sequence): exit %d %s %s", nestedLeaf, st.Exit, st.Err, check.LastLines(st.Output, 4))
+	}
+	for _, h := range r.host.Hierarchies {
+		if !h.V2 {
+			continue
+		}
+		dir := h.Dir(cs.caller[h.Key])
+		if pids, err := cgroupfs.ReadProcs(dir); err != nil || len(pids) > 0 {
+			return fmt.Errorf("after the caller's move %s still holds processes %v (%v)", dir, pids, err)
+		}
+		avail, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+		if err != nil {
+			return err
+		}
+		on, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+		if err != nil {
+			return err
+		}
+		for _, c := range strings.Fields(string(avail)) {
+			if !contains(strings.Fields(string(on)), c) {
+				return fmt.Errorf("after the caller's move %s does not enable %s for its children (cgroup.subtree_control: %q)", dir, c, strings.TrimSpace(string(on)))
+			}
 		}
 	}
 	return nil

@@ -116,7 +116,7 @@ func TestPodStatus(t *testing.T) {
 
 func TestClientKinds(t *testing.T) {
 	for cx, want := range map[string]clientKind{"ctr": clientCtr, "kubelet-cgroupfs": clientKubelet, "kubelet-systemd": clientKubelet,
-		"cri-privileged": clientExec, "cri-delegated": clientExec, "kubelet-static": clientExec, "host": clientNone, "kubepods-delegated": clientNone,
+		"cri-privileged": clientExec, "cri-delegated": clientExec, "cri-delegated-nested": clientExec, "kubelet-static": clientExec, "host": clientNone, "kubepods-delegated": clientNone,
 		"docker": clientEngine, "docker-systemd": clientEngine, "podman": clientEngine, "podman-systemd": clientEngine} {
 		if got := clientKindOf(cx); got != want {
 			t.Errorf("clientKindOf(%s) = %d, want %d", cx, got, want)
