@@ -526,11 +526,23 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 	}
 	var noteOrder []noteKey
 	noteContexts := map[noteKey][]string{}
-	note := func(o Outcome) {
+	// A failure's words differ per mode only in paths, tokens and PIDs: one
+	// note per runtime and case, with the first mode's words and its modes.
+	failModes, failFirst := map[noteKey][]string{}, map[noteKey]string{}
+	note := func(o Outcome, mode string) {
 		if o.Outcome == Pass || o.Outcome == Skip || o.Outcome == Missing {
 			return
 		}
 		k := noteKey{o.Runtime, o.Case, o.Outcome, oneLine(o.Reason)}
+		if o.Outcome == Fail {
+			k.reason = ""
+			if _, ok := failFirst[k]; !ok {
+				failFirst[k] = oneLine(o.Reason)
+			}
+			if !slices.Contains(failModes[k], mode) {
+				failModes[k] = append(failModes[k], mode)
+			}
+		}
 		if _, ok := noteContexts[k]; !ok {
 			noteOrder = append(noteOrder, k)
 		}
@@ -546,7 +558,7 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 				o := get(r, rt, mode)
 				proof.add(o)
 				syms = append(syms, symbol(o.Outcome))
-				note(o)
+				note(o, mode)
 			}
 			line = append(line, strings.Join(syms, " → "))
 			if a := get(r, cols.After, mode); a.Outcome != Pass && a.Outcome != Skip {
@@ -561,7 +573,13 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 	}
 	var notes []string
 	for _, k := range noteOrder {
-		reason := k.reason
+		reason, rt := k.reason, k.runtime
+		if modes := failModes[k]; len(modes) > 0 {
+			reason, rt = failFirst[k], rt+", in "+strings.Join(modes, ", ")
+			if len(modes) > 1 {
+				rt += " (" + modes[0] + "'s words)"
+			}
+		}
 		if reason == "" {
 			reason = "(the report gives no reason)"
 		}
@@ -569,7 +587,7 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 		if cx := strings.Join(noteContexts[k], ", "); cx != "" {
 			where += " [" + cx + "]"
 		}
-		notes = append(notes, fmt.Sprintf("- %s %s, %s: %s", symbol(k.outcome), where, k.runtime, reason))
+		notes = append(notes, fmt.Sprintf("- %s %s, %s: %s", symbol(k.outcome), where, rt, reason))
 	}
 	afterWhat := "the whole series as built for the run, not this pull request alone"
 	if strings.HasPrefix(cols.After, "runsc-pr-") {

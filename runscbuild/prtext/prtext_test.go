@@ -18,7 +18,8 @@ func testMatrix() *report.Matrix {
 	}
 	return &report.Matrix{Schema: report.MatrixSchema, Kernel: "linux-image-6.1.0-50-cloud-amd64", Accel: "tcg", Hosts: []report.HostRun{
 		{Host: "v1", Status: report.Reported, Results: []report.Result{
-			r("empty-path-same-id", "host", "runsc-patched", report.Pass, ""),
+			{Case: "empty-path-same-id", Context: "host", Runtime: "runsc-patched", Outcome: report.Fail,
+				Failures: []report.Failure{{Step: "delete-first", Message: "exit 1"}}},
 			r("empty-path-same-id", "host", "runsc-stock", report.Divergence, "stock runsc shares /<id>; delete fails with EBUSY"),
 			r("failed-start", "host", "runsc-patched", report.Pass, ""),
 			r("failed-start", "host", "runsc-stock", report.Divergence, "leaks 9 directories"),
@@ -191,7 +192,7 @@ func TestTable(t *testing.T) {
 	}
 	want := `| case [context] | v1 | v2 | systemd-v1 |
 |---|---|---|---|
-| empty-path-same-id [host] | ✗ → ✓ | ✗ → FAIL | ? → ? |
+| empty-path-same-id [host] | ✗ → FAIL | ✗ → FAIL | ? → ? |
 | failed-start [host] | ✗ → ✓ | ? → ? | ? → ? |
 | failed-start [container] | ✗ → ✓ | ? → ? | ? → ? |
 | nested-rollup [host] | – → – | ✗ → ✓ | ? → ? |
@@ -201,7 +202,7 @@ Each cell: runsc-stock → runsc-patched (the whole series as built for the run,
 Built from: runsc-stock v0.0.0-x, runsc-patched v0.0.0-x+cgpatches.aaaaaaaaaaaa (each patch file's sha256 is in the run's report.json).
 
 - ✗ empty-path-same-id [host], runsc-stock: stock runsc shares /<id>; delete fails with EBUSY
-- FAIL empty-path-same-id [host], runsc-patched: delete-first: exit 128
+- FAIL empty-path-same-id [host], runsc-patched, in v1, v2 (v1's words): delete-first: exit 1
 - ✗ failed-start [host, container], runsc-stock: leaks 9 directories
 - ✗ nested-rollup [host], runsc-stock: lands beside its caller
 
@@ -211,6 +212,7 @@ Built from: runsc-stock v0.0.0-x, runsc-patched v0.0.0-x+cgpatches.aaaaaaaaaaaa 
 		t.Errorf("table (-want +got):\n%s", diff)
 	}
 	wantWarn := []string{
+		"empty-path-same-id [host] on v1: runsc-patched is fail",
 		"empty-path-same-id [host] on v2: runsc-patched is fail",
 		"empty-path-same-id [host] on systemd-v1: runsc-patched is missing",
 		"failed-start [host] on v2: runsc-patched is missing",
