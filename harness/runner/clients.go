@@ -49,7 +49,7 @@ func clientKindOf(cx string) clientKind {
 		return clientCtr
 	case "kubelet-cgroupfs", "kubelet-systemd":
 		return clientKubelet
-	case "cri-privileged", "cri-delegated", "cri-delegated-nested", "kubelet-static":
+	case "cri-privileged", "cri-delegated", "cri-delegated-nested", "kubelet-static", "kubelet-static-nested":
 		return clientExec
 	}
 	if casefile.ClientContexts[cx].Engine {
@@ -153,7 +153,10 @@ func (r *Runner) clientSkip(cx string, rt Runtime) string {
 		if !r.host.SystemdPID1 {
 			return "the systemd cgroup driver needs systemd as PID 1 (runs in the systemd VMs)"
 		}
-	case "kubelet-static":
+	case "kubelet-static", "kubelet-static-nested":
+		if cx == "kubelet-static-nested" && r.host.Mode != mode.V2 {
+			return "the caller moves itself into a leaf only on cgroup v2 (no internal processes rule); on v1 client-kubelet-cpu already places the sandboxes beneath C"
+		}
 		if r.opt.Clients.Kubelet == "" {
 			return "needs bin/kubelet (make clients builds it)"
 		}
@@ -337,8 +340,8 @@ func (r *Runner) setPodCaller(cs *caseState, dir string) {
 // privileged (host cgroup namespace, host cgroupfs read-write);
 // cri-delegated gives it every capability without privilege, so containerd
 // keeps its cgroup namespace, and runs it with the cgroup_writable handler;
-// in cri-delegated-nested the caller then moves itself into a leaf
-// (moveCallerIntoLeaf). C is the container's cgroup; containerd, the shim
+// in cri-delegated-nested and kubelet-static-nested the caller then moves
+// itself into a leaf (moveCallerIntoLeaf). C is the container's cgroup; containerd, the shim
 // and the pod's processes are the context's.
 func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 	cl := cs.client
@@ -350,7 +353,7 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 		return fmt.Errorf("%s: exit %d %s %s", st.Name, st.Exit, st.Err, check.LastLines(st.Output, 4))
 	}
 	var pod *clients.Pod
-	if cs.cx != "kubelet-static" {
+	if !staticPod(cs.cx) {
 		var err error
 		pod, _, err = cl.c.NewPod(ctx, clients.PodOptions{Handler: handler, CgroupRoot: cs.root, HostPID: true, Privileged: privileged, Name: "cgc-" + cs.cx})
 		if err != nil {
@@ -374,7 +377,7 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 		}
 		mounts = append(mounts, clients.Mount{HostPath: d, ContainerPath: d})
 	}
-	if cs.cx == "kubelet-static" {
+	if staticPod(cs.cx) {
 		var err error
 		if pod, err = r.setupKubeletPod(ctx, cs, mounts); err != nil {
 			return err
@@ -402,7 +405,7 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 			cs.caller[h.Key] = p
 		}
 	}
-	if cs.cx == "kubelet-static" {
+	if staticPod(cs.cx) {
 		// The kubelet made the pod's cgroup: the container's parent.
 		pod.ParentDir = podDir(cs.caller[r.refKey()])
 		defer cl.afterKubeletSetup()
@@ -423,11 +426,14 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 			cs.callerHolders = append(cs.callerHolders, p)
 		}
 	}
-	if cs.cx == "cri-delegated-nested" {
+	if cs.cx == "cri-delegated-nested" || cs.cx == "kubelet-static-nested" {
 		return r.moveCallerIntoLeaf(ctx, cs)
 	}
 	return nil
 }
+
+// staticPod: the exec context's pod is the real kubelet's static pod.
+func staticPod(cx string) bool { return cx == "kubelet-static" || cx == "kubelet-static-nested" }
 
 // moveIntoLeaf is what patches/90-nested-cgroups/DESIGN.md recommends a
 // caller runs before it starts runsc, to have sandboxes beneath its own

@@ -8,6 +8,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/clients"
 	"github.com/runsc-cgroups/cgconform/clients/build"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 )
 
 func TestKubeletCPUVerdict(t *testing.T) {
@@ -117,5 +118,14 @@ func TestKubeletStaticSkip(t *testing.T) {
 	r.host.SystemdPID1, r.opt.Throwaway = true, false
 	if got := r.clientSkip("kubelet-static", rt); !strings.Contains(got, "throwaway") {
 		t.Errorf("on a shared host: %q", got)
+	}
+	// The caller's move into a leaf is a cgroup v2 sequence.
+	r.opt.Throwaway, r.host.Mode = true, mode.V1
+	if got := r.clientSkip("kubelet-static-nested", rt); !strings.Contains(got, "only on cgroup v2") {
+		t.Errorf("kubelet-static-nested on v1: %q", got)
+	}
+	r.host.Mode = mode.V2
+	if got := r.clientSkip("kubelet-static-nested", rt); strings.Contains(got, "only on cgroup v2") {
+		t.Errorf("kubelet-static-nested on v2: %q", got)
 	}
 }
