@@ -53,11 +53,13 @@ clients-vm: clients
 
 # The seed's measurement under a real kubelet (issue 26): the
 # client-kubelet-* cases in the systemd VMs, one at a time, stock and
-# patched runsc; out/kubelet/report.md and report.json (the kubelet-cpu
+# patched runsc (and stock + 01 where the caller moved itself into a leaf,
+# the design note's way out); out/kubelet/report.md and report.json (the kubelet-cpu
 # step's note holds the numbers).
-kubelet-cpu: deps runsc cgconform clients
+kubelet-cpu: deps runsc runsc-prs cgconform clients
 	$(GO) run ./ci/cmd/matrix -modes "systemd-v2 systemd-v1" -out out/kubelet -jobs 1 -run '^client-kubelet-' \
-		-runtimes runsc-patched=/payload/bin/runsc-patched,runsc-stock=/payload/bin/runsc-stock $(MATRIX_FLAGS)
+		-runtimes runsc-patched=/payload/bin/runsc-patched,runsc-stock=/payload/bin/runsc-stock,runsc-pr-01-clean-path=/payload/bin/runsc-pr-01-clean-path \
+		-harness-args '-runtime-cases runsc-pr-01-clean-path=^client-kubelet-cpu-leaf\s' $(MATRIX_FLAGS)
 
 # The main job: every case on this host against every available runtime.
 # The kill-point sweeps (cases/killsweep-*) run for runsc-patched alone here:
