@@ -5,8 +5,10 @@
 # while the save of its PID is still on its way; the create is SIGKILLed 2 s
 # after the sandbox appears in the leaf, then `delete --force`. Counts what
 # still runs in the caller's leaf, per runtime and try, in
-# OUT/MODE/result.txt:
-#   go run ./ci/cmd/matrix -modes "v1 v2" -jobs 2 -out out/premade-window -command ci/commands/premade-window.sh
+# OUT/MODE/result.txt, and exits 1 if runsc-patched left anything. With
+# -bins runsc-before-filler (a copy of the build before 07 filled the
+# start-sync pipe), that build runs the same tries beside it:
+#   go run ./ci/cmd/matrix -modes "v1 v2" -jobs 2 -out out/premade-window -bins runsc-before-filler -command ci/commands/premade-window.sh
 set -u
 B=/tmp/b
 mkdir -p $B/rootfs/bin && cp /bin/busybox $B/rootfs/bin/busybox
@@ -20,7 +22,9 @@ for h in $hier; do
 	[ -f "$h/cgwin/cgroup.subtree_control" ] && sed 's/[^ ][^ ]*/+&/g' "$h/cgwin/cgroup.controllers" >"$h/cgwin/cgroup.subtree_control"
 done
 procs=$(for h in $hier; do [ -f "$h/cgwin/leaf/cgroup.procs" ] && echo "$h/cgwin/leaf/cgroup.procs" && break; done)
-for rt in runsc-patched; do  # stock saves nothing during create: no save to hold open
+fail=0
+for rt in runsc-patched runsc-before-filler; do  # stock saves nothing during create: no save to hold open
+	command -v $rt >/dev/null || continue
 	for try in 1 2 3; do
 		R=/tmp/r-$rt-$try ID=w$try
 		strace -f --detach-on=execve -qq -o /dev/null -P "$R/${ID}_sandbox:$ID.state.tmp" -P "$R/${ID}_sandbox:$ID.state" \
@@ -40,8 +44,11 @@ for rt in runsc-patched; do  # stock saves nothing during create: no save to hol
 		$rt --root $R delete --force $ID
 		sleep 1
 		left=$(cat "$procs" | tr '\n' ' ')
-		echo "$rt try $try: sandbox ${sb:-none} seen, create $C killed 2 s later; after delete --force the caller's leaf holds: ${left:-nothing}" | tee -a "$CGM_OUT/result.txt"
+		verdict=PASS
+		[ -n "$left" ] && verdict=FAIL && [ $rt = runsc-patched ] && fail=1
+		echo "$verdict $rt try $try: sandbox ${sb:-none} seen, create $C killed 2 s later; after delete --force the caller's leaf holds: ${left:-nothing}" | tee -a "$CGM_OUT/result.txt"
 		for p in $left; do kill -9 "$p"; done
 		sleep 1
 	done
 done
+exit $fail
