@@ -227,7 +227,8 @@ type Step struct {
 // Kill is when a runtime command is SIGKILLed: After, or a uniformly
 // random moment between Min and Max (a new one for every instance and
 // trial), or (create only) at the Nth call of Syscall on the sandbox's own
-// cgroup directories and state files, injected by strace.
+// cgroup directories and state files, injected by strace, or (create only)
+// while such a call is held (Hold, Started).
 type Kill struct {
 	After Duration `json:"after,omitempty"`
 	Min   Duration `json:"min,omitempty"`
@@ -238,6 +239,13 @@ type Kill struct {
 	// Nth is which call of Syscall kills the create: a number, or trial
 	// (the trial number, 1-based), so that trials: N sweeps 1..N.
 	Nth *Nth `json:"nth,omitempty"`
+	// Hold, instead of Nth, holds every such call this long (strace's
+	// delay), and the create is SIGKILLed two thirds into the hold that
+	// follows the start of runsc's Started process (sandbox or gofer):
+	// killed while the save of that process's PID is on its way, the
+	// process already running.
+	Hold    Duration `json:"hold,omitempty"`
+	Started string   `json:"started,omitempty"`
 }
 
 // Nth is a kill's call number: N, or the trial number when Trial is set.
@@ -295,6 +303,12 @@ func (k *Kill) validateSyscall(f, do string) error {
 	}
 	if !syscallRE.MatchString(k.Syscall) {
 		return ferr(f+".syscall", "%q is not a system call name (mkdirat, openat, write, fsync, renameat, clone...)", k.Syscall)
+	}
+	if k.Hold.Duration != 0 || k.Started != "" {
+		if k.Hold.Duration <= 0 || k.Started != "sandbox" && k.Started != "gofer" || k.Nth != nil {
+			return ferr(f+".hold", "a held kill needs hold (a positive duration) and started (sandbox or gofer: the runsc process whose start it waits for), and no nth")
+		}
+		return nil
 	}
 	if k.Nth == nil || !k.Nth.Trial && k.Nth.N < 1 {
 		return ferr(f+".nth", "a syscall kill needs nth: a call number from 1, or trial (the trial number, so trials: N sweeps 1..N)")
@@ -983,10 +997,10 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 		if st.Do != "create" && st.Do != "start" && st.Do != "run" {
 			return ferr(f+".kill", "only create and start can be killed (and run in docker and podman contexts: the engine's create)")
 		}
-		fixed, random, call := k.After.Duration > 0, k.Min.Duration > 0 || k.Max.Duration > 0, k.Syscall != "" || k.Nth != nil
+		fixed, random, call := k.After.Duration > 0, k.Min.Duration > 0 || k.Max.Duration > 0, k.Syscall != "" || k.Nth != nil || k.Hold.Duration != 0 || k.Started != ""
 		switch {
 		case call && (fixed || random):
-			return ferr(f+".kill", "set after, min < max, or syscall and nth: one of them")
+			return ferr(f+".kill", "set after, min < max, or syscall and nth (or hold): one of them")
 		case call:
 			if err := k.validateSyscall(f+".kill", st.Do); err != nil {
 				return err

@@ -230,14 +230,19 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 				return report.Step{Error: err.Error()}, nil
 			}
 		}
+		stopHold, held := func() string { return "" }, ""
+		if straced != "" && st.Kill.Hold.Duration > 0 {
+			stopHold = r.killHeld(in, st.Kill, r.runtimeArgs(cs, in, a, st))
+		}
 		last = r.runKilled(ctx, cs, in, argv, r.commandLimit(), killAfter)
+		held = stopHold()
 		total += last.dur
 		rec = record(last)
 		if a == "delete" || a == "delete-force" {
 			cs.noteDelete(last.dur)
 		}
 		if straced != "" {
-			rec.Note = r.syscallKilled(cs, st, in, last, straced)
+			rec.Note = r.syscallKilled(cs, st, in, last, straced, held)
 			in.created = true // whatever it got to, delete must find it
 			break
 		}
@@ -358,23 +363,30 @@ func killKey(st *casefile.Step) string { return st.ID + "/" + st.Do + "/" + st.S
 
 // syscallKilled accounts for a create run under strace (kill: {syscall}),
 // whose record is at straced, and says what happened: killed at its nth
-// call, or run to its end (the nth call never came: not killed, and held
-// to exit 0 like any create).
-func (r *Runner) syscallKilled(cs *caseState, st *casefile.Step, in *instance, res cmdResult, straced string) string {
+// call (or by the harness, held names whom, in a held call), or run to its
+// end (the nth call never came: not killed, and held to exit 0 like any
+// create).
+func (r *Runner) syscallKilled(cs *caseState, st *casefile.Step, in *instance, res cmdResult, straced, held string) string {
 	k := st.Kill
-	at := ordinal(k.Nth.At(cs.trial)) + " " + k.Syscall
+	at, by := "", "by strace at its "
+	if k.Hold.Duration > 0 {
+		at = fmt.Sprintf("%s held %s after its %s started", k.Syscall, r.scaled(k.Hold.Duration), k.Started)
+		by = "(" + held + ") in a "
+	} else {
+		at = ordinal(k.Nth.At(cs.trial)) + " " + k.Syscall
+	}
 	if res.signal == unix.SIGKILL && res.err == nil {
 		cs.mu.Lock()
 		cs.killed = true
-		if k.Nth.Trial {
+		if k.Nth != nil && k.Nth.Trial {
 			cs.sweepKilled = st.ID
 		}
 		cs.mu.Unlock()
 		b, _ := os.ReadFile(straced)
 		if call := killedCall(string(b)); call != "" {
-			return fmt.Sprintf("SIGKILLed by strace at its %s: %s", at, call)
+			return fmt.Sprintf("SIGKILLed %s%s: %s", by, at, call)
 		}
-		return "SIGKILLed by strace at its " + at
+		return "SIGKILLed " + by + at
 	}
 	if res.exit == 0 && res.err == nil {
 		cs.mu.Lock()

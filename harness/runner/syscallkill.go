@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"golang.org/x/sys/unix"
 )
 
 // A kill at a system call (kill: {syscall, nth}) runs the runtime's create
@@ -34,15 +36,20 @@ var pathless = map[string]bool{"clone": true, "clone3": true, "fork": true, "vfo
 
 // straceArgv is the command that runs runtime argv under strace, killing
 // it at the nth call of syscall on paths (every such call if the system
-// call takes no path); strace's own record goes to out.
-func straceArgv(strace, out, syscall string, nth int, paths, argv []string) []string {
+// call takes no path), or with hold > 0 holding every such call that long
+// instead; strace's own record goes to out.
+func straceArgv(strace, out, syscall string, nth int, hold time.Duration, paths, argv []string) []string {
 	c := []string{strace, "-f", "--detach-on=execve", "-qq", "-o", out}
 	if !pathless[syscall] {
 		for _, p := range paths {
 			c = append(c, "-P", p)
 		}
 	}
-	c = append(c, "-e", "trace="+syscall, "-e", fmt.Sprintf("inject=%s:signal=KILL:when=%d", syscall, nth))
+	inject := fmt.Sprintf("inject=%s:signal=KILL:when=%d", syscall, nth)
+	if hold > 0 {
+		inject = fmt.Sprintf("inject=%s:delay_enter=%d:when=1+", syscall, hold.Microseconds())
+	}
+	c = append(c, "-e", "trace="+syscall, "-e", inject)
 	return append(c, argv...)
 }
 
@@ -178,7 +185,44 @@ func (r *Runner) syscallKillArgv(cs *caseState, in *instance, st *casefile.Step,
 		return nil, "", err
 	}
 	out := filepath.Join(cs.logDir, fmt.Sprintf("%s.%s.strace", in.id, safeName(st.ID)))
-	return straceArgv(strace, out, st.Kill.Syscall, st.Kill.Nth.At(cs.trial), paths, argv), out, nil
+	if st.Kill.Hold.Duration > 0 {
+		return straceArgv(strace, out, st.Kill.Syscall, 0, r.scaled(st.Kill.Hold.Duration), paths, argv), out, nil
+	}
+	return straceArgv(strace, out, st.Kill.Syscall, st.Kill.Nth.At(cs.trial), 0, paths, argv), out, nil
+}
+
+// killHeld kills a held create (kill: {hold, started}) two thirds into the
+// hold that follows the start of runsc's k.Started process for in: the
+// create is then inside the held save that records that process's PID.
+// The create is strace's tracee, the process whose command line is argv
+// (strace dies with it). stop ends the watch and says whom it killed ("":
+// nobody, the process never started).
+func (r *Runner) killHeld(in *instance, k *casefile.Kill, argv []string) (stop func() string) {
+	done, killed := make(chan struct{}), make(chan string, 1)
+	go func() {
+		for runscProcs(listPids(), in.root, in.id, in.bundle)[k.Started] == 0 {
+			select {
+			case <-done:
+				killed <- ""
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		select {
+		case <-done:
+			killed <- ""
+			return
+		case <-time.After(r.scaled(k.Hold.Duration) * 2 / 3):
+		}
+		for _, p := range listPids() {
+			if slices.Equal(cmdline(p), argv) && unix.Kill(p, unix.SIGKILL) == nil {
+				killed <- fmt.Sprintf("PID %d", p)
+				return
+			}
+		}
+		killed <- ""
+	}()
+	return func() string { close(done); return <-killed }
 }
 
 // killedCall is the call strace's record shows the SIGKILL at, or "": the

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
@@ -20,18 +21,23 @@ func TestStraceArgv(t *testing.T) {
 	for _, tc := range []struct {
 		name, syscall string
 		nth           int
+		hold          time.Duration
 		want          []string
 	}{
-		{"a path syscall watches the paths", "mkdirat", 3, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
+		{"a path syscall watches the paths", "mkdirat", 3, 0, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
 			"-P", "/sys/fs/cgroup/memory/c/sweep", "-P", "/r/id_sandbox:id.lock",
 			"-e", "trace=mkdirat", "-e", "inject=mkdirat:signal=KILL:when=3",
 			"/bin/runsc", "--root", "/r", "create", "--bundle", "/b", "id"}},
-		{"clone has no path: every one counts", "clone", 1, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
+		{"clone has no path: every one counts", "clone", 1, 0, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
 			"-e", "trace=clone", "-e", "inject=clone:signal=KILL:when=1",
+			"/bin/runsc", "--root", "/r", "create", "--bundle", "/b", "id"}},
+		{"a hold delays every call and kills none", "fsync", 0, 1500 * time.Millisecond, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
+			"-P", "/sys/fs/cgroup/memory/c/sweep", "-P", "/r/id_sandbox:id.lock",
+			"-e", "trace=fsync", "-e", "inject=fsync:delay_enter=1500000:when=1+",
 			"/bin/runsc", "--root", "/r", "create", "--bundle", "/b", "id"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := straceArgv("/usr/bin/strace", "/log/x.strace", tc.syscall, tc.nth, paths, runsc)
+			got := straceArgv("/usr/bin/strace", "/log/x.strace", tc.syscall, tc.nth, tc.hold, paths, runsc)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("argv (-want +got):\n%s", diff)
 			}
@@ -184,12 +190,42 @@ func TestSyscallKilledAccounting(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			res := &report.Result{}
 			cs := &caseState{res: res, trial: 2, trials: 8}
-			note := (&Runner{}).syscallKilled(cs, st, &instance{label: "a"}, tc.res, record)
+			note := (&Runner{}).syscallKilled(cs, st, &instance{label: "a"}, tc.res, record, "")
 			if !strings.HasPrefix(note, tc.note) {
 				t.Errorf("note = %q, want it to start with %q", note, tc.note)
 			}
 			if cs.killed != tc.killed || cs.notKilled != tc.notKilled || cs.sweepKilled != tc.sweepKilled || len(res.Failures) != tc.failures {
 				t.Errorf("killed %v, notKilled %v, sweepKilled %q, failures %+v; want %v, %v, %q, %d failures", cs.killed, cs.notKilled, cs.sweepKilled, res.Failures, tc.killed, tc.notKilled, tc.sweepKilled, tc.failures)
+			}
+		})
+	}
+}
+
+// A held kill (kill: {hold, started}) is the harness's, never a sweep's:
+// its note names the process it killed and the held call it was in.
+func TestSyscallKilledHeld(t *testing.T) {
+	record := filepath.Join(t.TempDir(), "x.strace")
+	if err := os.WriteFile(record, []byte("10 fsync(7) = ?\n10 +++ killed by SIGKILL +++\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := &casefile.Step{ID: "create-killed", Do: "create", Kill: &casefile.Kill{Syscall: "fsync", Hold: casefile.Duration{Duration: 3 * time.Second}, Started: "sandbox"}}
+	r := &Runner{}
+	r.opt.TimeScale = 2
+	for _, tc := range []struct {
+		name, held, note string
+		res              cmdResult
+		killed           bool
+	}{
+		{"killed", "PID 42", "SIGKILLed (PID 42) in a fsync held 6s after its sandbox started: fsync(7) = ?", cmdResult{exit: -1, signal: unix.SIGKILL}, true},
+		{"ran to its end", "", "not killed: the create ran to its end (exit 0) without a fsync held 6s after its sandbox started on its paths", cmdResult{exit: 0}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := &caseState{res: &report.Result{}, trial: 0, trials: 1}
+			if note := r.syscallKilled(cs, st, &instance{label: "a"}, tc.res, record, tc.held); note != tc.note {
+				t.Errorf("note = %q, want %q", note, tc.note)
+			}
+			if cs.killed != tc.killed || cs.sweepKilled != "" {
+				t.Errorf("killed %v, sweepKilled %q; want %v and no sweep", cs.killed, cs.sweepKilled, tc.killed)
 			}
 		})
 	}
