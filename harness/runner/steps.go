@@ -230,19 +230,19 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 				return report.Step{Error: err.Error()}, nil
 			}
 		}
-		stopHold, held := func() string { return "" }, ""
-		if straced != "" && st.Kill.Hold.Duration > 0 {
-			stopHold = r.killHeld(in, st.Kill, r.runtimeArgs(cs, in, a, st))
+		stopKill := func() string { return "" }
+		if straced != "" {
+			stopKill = r.killTraced(cs, in, st.Kill, r.runtimeArgs(cs, in, a, st), straced)
 		}
 		last = r.runKilled(ctx, cs, in, argv, r.commandLimit(), killAfter)
-		held = stopHold()
+		killedPid := stopKill()
 		total += last.dur
 		rec = record(last)
 		if a == "delete" || a == "delete-force" {
 			cs.noteDelete(last.dur)
 		}
 		if straced != "" {
-			rec.Note = r.syscallKilled(cs, st, in, last, straced, held)
+			rec.Note = r.syscallKilled(cs, st, in, last, straced, killedPid)
 			in.created = true // whatever it got to, delete must find it
 			break
 		}
@@ -362,18 +362,17 @@ func (cs *caseState) learnKill(st *casefile.Step, res cmdResult) {
 func killKey(st *casefile.Step) string { return st.ID + "/" + st.Do + "/" + st.Sandbox }
 
 // syscallKilled accounts for a create run under strace (kill: {syscall}),
-// whose record is at straced, and says what happened: killed at its nth
-// call (or by the harness, held names whom, in a held call), or run to its
-// end (the nth call never came: not killed, and held to exit 0 like any
-// create).
-func (r *Runner) syscallKilled(cs *caseState, st *casefile.Step, in *instance, res cmdResult, straced, held string) string {
+// whose record is at straced, and says what happened: killed (killedPid
+// names whom) at its nth call or in a held one, or run to its end (the
+// nth call never came: not killed, and held to exit 0 like any create).
+func (r *Runner) syscallKilled(cs *caseState, st *casefile.Step, in *instance, res cmdResult, straced, killedPid string) string {
 	k := st.Kill
-	at, by := "", "by strace at its "
-	if k.Hold.Duration > 0 {
-		at = fmt.Sprintf("%s held %s after its %s started", k.Syscall, r.scaled(k.Hold.Duration), k.Started)
-		by = "(" + held + ") in a "
-	} else {
-		at = ordinal(k.Nth.At(cs.trial)) + " " + k.Syscall
+	at, by := fmt.Sprintf("%s held %s after its %s started", k.Syscall, r.scaled(k.Hold.Duration), k.Started), "in a "
+	if k.Nth != nil {
+		at, by = ordinal(k.Nth.At(cs.trial))+" "+k.Syscall, "at its "
+	}
+	if killedPid != "" {
+		by = "(" + killedPid + ") " + by
 	}
 	if res.signal == unix.SIGKILL && res.err == nil {
 		cs.mu.Lock()
@@ -400,7 +399,7 @@ func (r *Runner) syscallKilled(cs *caseState, st *casefile.Step, in *instance, r
 	} else if res.signal != 0 {
 		why = "died of " + unix.SignalName(res.signal)
 	}
-	msg := fmt.Sprintf("%s: the create %s before its %s, not killed by strace (strace's record: %s)", in.label, why, at, straced)
+	msg := fmt.Sprintf("%s: the create %s before its %s, not killed (strace's record: %s)", in.label, why, at, straced)
 	cs.fail(st.ID, msg, "")
 	return msg
 }

@@ -18,26 +18,34 @@ import (
 )
 
 // A kill at a system call (kill: {syscall, nth}) runs the runtime's create
-// under strace, which SIGKILLs it at the nth call of that system call on
-// the paths the create will make: its cgroup directories in every
-// hierarchy and its state files. Swept over nth = 1, 2, ... (nth: trial)
-// until a create runs to its end, it visits every such kill point.
+// under strace, which holds every call of that system call on the paths the
+// create will make (its cgroup directories in every hierarchy and its state
+// files) for a moment, and the harness SIGKILLs the create while the nth
+// such call, counted over all its threads, is held: strace writes a call's
+// start to its record before the hold. Swept over nth = 1, 2, ... (nth:
+// trial) until a create runs to its end, it visits every such kill point.
+// (strace's own when=N counts per thread: a sweep with it missed the kill
+// points a thread did not reach first.) clone and the other pathless calls
+// keep strace's own kill at the nth call per thread: held, they make the
+// Go runtime start thread after thread (8 clones became 329).
 //
-// strace counts when=N per traced thread, so a kill point is "the nth such
-// call on the thread that gets there first"; -P restricts both the tracing
-// and the injection to the paths; --detach-on=execve lets the gofer and
-// sandbox, which runsc re-executes from itself, run untraced (a traced
-// sandbox cannot boot).
+// -P restricts the tracing and the hold to the paths; --detach-on=execve
+// lets the gofer and sandbox, which runsc re-executes from itself, run
+// untraced (a traced sandbox cannot boot).
+
+// sweepHold is how long strace holds each call of a swept system call:
+// time enough for the harness to see its start in the record and kill.
+const sweepHold = 30 * time.Millisecond
 
 // pathless are system calls with no path: strace watches every one of the
 // create's (its threads and the forks of its gofer and sandbox), not only
 // those on the create's paths.
 var pathless = map[string]bool{"clone": true, "clone3": true, "fork": true, "vfork": true}
 
-// straceArgv is the command that runs runtime argv under strace, killing
-// it at the nth call of syscall on paths (every such call if the system
-// call takes no path), or with hold > 0 holding every such call that long
-// instead; strace's own record goes to out.
+// straceArgv is the command that runs runtime argv under strace, holding
+// every call of syscall on paths for hold, or with nth > 0 (a pathless
+// system call: every such call counts) killing it at the nth on a thread;
+// strace's own record goes to out.
 func straceArgv(strace, out, syscall string, nth int, hold time.Duration, paths, argv []string) []string {
 	c := []string{strace, "-f", "--detach-on=execve", "-qq", "-o", out}
 	if !pathless[syscall] {
@@ -45,9 +53,9 @@ func straceArgv(strace, out, syscall string, nth int, hold time.Duration, paths,
 			c = append(c, "-P", p)
 		}
 	}
-	inject := fmt.Sprintf("inject=%s:signal=KILL:when=%d", syscall, nth)
-	if hold > 0 {
-		inject = fmt.Sprintf("inject=%s:delay_enter=%d:when=1+", syscall, hold.Microseconds())
+	inject := fmt.Sprintf("inject=%s:delay_enter=%d:when=1+", syscall, hold.Microseconds())
+	if nth > 0 {
+		inject = fmt.Sprintf("inject=%s:signal=KILL:when=%d", syscall, nth)
 	}
 	c = append(c, "-e", "trace="+syscall, "-e", inject)
 	return append(c, argv...)
@@ -185,44 +193,85 @@ func (r *Runner) syscallKillArgv(cs *caseState, in *instance, st *casefile.Step,
 		return nil, "", err
 	}
 	out := filepath.Join(cs.logDir, fmt.Sprintf("%s.%s.strace", in.id, safeName(st.ID)))
-	if st.Kill.Hold.Duration > 0 {
-		return straceArgv(strace, out, st.Kill.Syscall, 0, r.scaled(st.Kill.Hold.Duration), paths, argv), out, nil
+	hold, nth := r.scaled(sweepHold), 0
+	switch {
+	case st.Kill.Hold.Duration > 0:
+		hold = r.scaled(st.Kill.Hold.Duration)
+	case pathless[st.Kill.Syscall]:
+		nth = st.Kill.Nth.At(cs.trial)
 	}
-	return straceArgv(strace, out, st.Kill.Syscall, st.Kill.Nth.At(cs.trial), 0, paths, argv), out, nil
+	return straceArgv(strace, out, st.Kill.Syscall, nth, hold, paths, argv), out, nil
 }
 
-// killHeld kills a held create (kill: {hold, started}) two thirds into the
-// hold that follows the start of runsc's k.Started process for in: the
-// create is then inside the held save that records that process's PID.
-// The create is strace's tracee, the process whose command line is argv
-// (strace dies with it). stop ends the watch and says whom it killed ("":
-// nobody, the process never started).
-func (r *Runner) killHeld(in *instance, k *casefile.Kill, argv []string) (stop func() string) {
+// killTraced SIGKILLs the create of step st under strace (the tracee: the
+// process whose command line is argv, its record at straced) at its kill
+// point: the nth call's start in the record, or for a held kill two thirds
+// into the hold after runsc's k.Started process for in appears. stop ends
+// the watch and says whom it killed ("": nobody).
+func (r *Runner) killTraced(cs *caseState, in *instance, k *casefile.Kill, argv []string, straced string) (stop func() string) {
+	if k.Hold.Duration == 0 && pathless[k.Syscall] {
+		return func() string { return "" } // strace kills it (straceArgv)
+	}
+	ready, wait, poll := func() bool {
+		b, _ := os.ReadFile(straced)
+		return callStarts(string(b)) >= k.Nth.At(cs.trial)
+	}, time.Duration(0), time.Millisecond
+	if k.Hold.Duration > 0 {
+		ready = func() bool { return runscProcs(listPids(), in.root, in.id, in.bundle)[k.Started] != 0 }
+		wait, poll = r.scaled(k.Hold.Duration)*2/3, 20*time.Millisecond
+	}
 	done, killed := make(chan struct{}), make(chan string, 1)
 	go func() {
-		for runscProcs(listPids(), in.root, in.id, in.bundle)[k.Started] == 0 {
+		tracee := 0
+		for tracee == 0 || !ready() {
+			if tracee == 0 {
+				tracee = pidOf(argv)
+			}
 			select {
 			case <-done:
 				killed <- ""
 				return
-			case <-time.After(20 * time.Millisecond):
+			case <-time.After(poll):
 			}
 		}
 		select {
 		case <-done:
 			killed <- ""
 			return
-		case <-time.After(r.scaled(k.Hold.Duration) * 2 / 3):
+		case <-time.After(wait):
 		}
-		for _, p := range listPids() {
-			if slices.Equal(cmdline(p), argv) && unix.Kill(p, unix.SIGKILL) == nil {
-				killed <- fmt.Sprintf("PID %d", p)
-				return
-			}
+		if slices.Equal(cmdline(tracee), argv) && unix.Kill(tracee, unix.SIGKILL) == nil {
+			killed <- fmt.Sprintf("PID %d", tracee)
+			return
 		}
 		killed <- ""
 	}()
 	return func() string { close(done); return <-killed }
+}
+
+// pidOf is the process whose command line is argv, 0 if none.
+func pidOf(argv []string) int {
+	for _, p := range listPids() {
+		if slices.Equal(cmdline(p), argv) {
+			return p
+		}
+	}
+	return 0
+}
+
+// callStarts counts the calls an strace record (of one system call) shows
+// started, over all threads: every line but signals (---), exits (+++) and
+// resumptions (<... resumed>); the last may be a call still held.
+func callStarts(record string) int {
+	n := 0
+	for _, l := range strings.Split(record, "\n") {
+		_, text, ok := strings.Cut(l, " ")
+		text = strings.TrimSpace(text)
+		if ok && text != "" && !strings.HasPrefix(text, "---") && !strings.HasPrefix(text, "+++") && !strings.HasPrefix(text, "<...") {
+			n++
+		}
+	}
+	return n
 }
 
 // killedCall is the call strace's record shows the SIGKILL at, or "": the

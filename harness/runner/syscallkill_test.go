@@ -24,22 +24,38 @@ func TestStraceArgv(t *testing.T) {
 		hold          time.Duration
 		want          []string
 	}{
-		{"a path syscall watches the paths", "mkdirat", 3, 0, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
+		{"a path syscall: every call on the paths held", "mkdirat", 0, 30 * time.Millisecond, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
 			"-P", "/sys/fs/cgroup/memory/c/sweep", "-P", "/r/id_sandbox:id.lock",
-			"-e", "trace=mkdirat", "-e", "inject=mkdirat:signal=KILL:when=3",
+			"-e", "trace=mkdirat", "-e", "inject=mkdirat:delay_enter=30000:when=1+",
 			"/bin/runsc", "--root", "/r", "create", "--bundle", "/b", "id"}},
-		{"clone has no path: every one counts", "clone", 1, 0, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
-			"-e", "trace=clone", "-e", "inject=clone:signal=KILL:when=1",
-			"/bin/runsc", "--root", "/r", "create", "--bundle", "/b", "id"}},
-		{"a hold delays every call and kills none", "fsync", 0, 1500 * time.Millisecond, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
-			"-P", "/sys/fs/cgroup/memory/c/sweep", "-P", "/r/id_sandbox:id.lock",
-			"-e", "trace=fsync", "-e", "inject=fsync:delay_enter=1500000:when=1+",
+		{"clone has no path: strace kills at the nth on a thread", "clone", 3, 30 * time.Millisecond, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
+			"-e", "trace=clone", "-e", "inject=clone:signal=KILL:when=3",
 			"/bin/runsc", "--root", "/r", "create", "--bundle", "/b", "id"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := straceArgv("/usr/bin/strace", "/log/x.strace", tc.syscall, tc.nth, tc.hold, paths, runsc)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("argv (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCallStarts counts the calls started over all threads, a call still
+// held (its line not ended) included, resumptions, signals and exits not.
+func TestCallStarts(t *testing.T) {
+	for _, tc := range []struct {
+		name, record string
+		want         int
+	}{
+		{"none", "", 0},
+		{"one held", "10 fsync(7", 1},
+		{"two threads, one resumed", "10 fsync(7 <unfinished ...>\n11 fsync(8) = 0\n10 <... fsync resumed>) = 0\n11 fsync(9", 3},
+		{"signals and exits", "10 --- SIGURG {si_signo=SIGURG} ---\n10 fsync(7) = ?\n10 +++ killed by SIGKILL +++\n", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := callStarts(tc.record); got != tc.want {
+				t.Errorf("callStarts = %d, want %d", got, tc.want)
 			}
 		})
 	}
@@ -182,9 +198,9 @@ func TestSyscallKilledAccounting(t *testing.T) {
 		sweepKilled, note string
 		failures          int
 	}{
-		{"killed", cmdResult{exit: -1, signal: unix.SIGKILL}, true, false, "create-killed", `SIGKILLed by strace at its 3rd write: write(5, "{", 1) = ?`, 0},
+		{"killed", cmdResult{exit: -1, signal: unix.SIGKILL}, true, false, "create-killed", `SIGKILLed at its 3rd write: write(5, "{", 1) = ?`, 0},
 		{"ran to its end", cmdResult{exit: 0}, false, true, "", "not killed: the create ran to its end (exit 0) without a 3rd write on its paths", 0},
-		{"failed on its own", cmdResult{exit: 1}, false, false, "", "a: the create exited 1 before its 3rd write, not killed by strace", 1},
+		{"failed on its own", cmdResult{exit: 1}, false, false, "", "a: the create exited 1 before its 3rd write, not killed", 1},
 		{"timed out", cmdResult{exit: -1, signal: unix.SIGKILL, err: errTest("timed out after 1m30s")}, false, false, "", "a: the create timed out after 1m30s before its 3rd write", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
