@@ -382,10 +382,15 @@ func (r *Runner) syscallKilled(cs *caseState, st *casefile.Step, in *instance, r
 		}
 		cs.mu.Unlock()
 		b, _ := os.ReadFile(straced)
-		if call := killedCall(string(b)); call != "" {
-			return fmt.Sprintf("SIGKILLed %s%s: %s", by, at, call)
+		late := ""
+		if n := callStarts(string(b)); k.Nth != nil && !pathless[k.Syscall] && n > k.Nth.At(cs.trial) {
+			// Another thread's call began in the hold, or the kill came late.
+			late = fmt.Sprintf(" (%d calls started by then)", n)
 		}
-		return "SIGKILLed " + by + at
+		if call := killedCall(string(b)); call != "" {
+			return fmt.Sprintf("SIGKILLed %s%s%s: %s", by, at, late, call)
+		}
+		return "SIGKILLed " + by + at + late
 	}
 	if res.exit == 0 && res.err == nil {
 		cs.mu.Lock()

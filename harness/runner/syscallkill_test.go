@@ -250,3 +250,23 @@ func TestSyscallKilledHeld(t *testing.T) {
 type errTest string
 
 func (e errTest) Error() string { return string(e) }
+
+// A sweep's kill whose record shows more calls started than its nth says
+// so: the kill came after the nth call (or another thread's began).
+func TestSyscallKilledLate(t *testing.T) {
+	record := filepath.Join(t.TempDir(), "x.strace")
+	rec := "10 write(5, \"a\", 1) = 1\n10 write(5, \"b\", 1) = 1\n10 write(5, \"c\", 1) = 1\n10 write(5, \"d\", 1) = ?\n10 +++ killed by SIGKILL +++\n"
+	if err := os.WriteFile(record, []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := &casefile.Step{ID: "create-killed", Do: "create", Kill: &casefile.Kill{Syscall: "write", Nth: &casefile.Nth{Trial: true}}}
+	for trial, want := range map[int]string{
+		2: `SIGKILLed (PID 7) at its 3rd write (4 calls started by then): write(5, "d", 1) = ?`,
+		3: `SIGKILLed (PID 7) at its 4th write: write(5, "d", 1) = ?`,
+	} {
+		cs := &caseState{res: &report.Result{}, trial: trial, trials: 8}
+		if note := (&Runner{}).syscallKilled(cs, st, &instance{label: "a"}, cmdResult{exit: -1, signal: unix.SIGKILL}, record, "PID 7"); note != want {
+			t.Errorf("trial %d: note %q, want %q", trial, note, want)
+		}
+	}
+}
