@@ -189,6 +189,10 @@ type Step struct {
 	// engine's shim runs (the engine's runtime is then a wrapper that
 	// kills it).
 	Kill *Kill `json:"kill,omitempty"`
+	// Inject (a runtime command step): strace runs the command with every
+	// call of a system call failing with an error, as a full disk or a
+	// refused kill makes it fail.
+	Inject *Inject `json:"inject,omitempty"`
 	// Process names a setup process (join, kill-process).
 	Process string `json:"process,omitempty"`
 	// Repeat (cycle): how many create/start/delete --force rounds each
@@ -228,7 +232,9 @@ type Step struct {
 // random moment between Min and Max (a new one for every instance and
 // trial), or (create only) at the Nth call of Syscall on the sandbox's own
 // cgroup directories and state files, injected by strace, or (create only)
-// while such a call is held (Hold, Started).
+// while such a call is held (Hold, Started). With Signal STOP (create
+// only) the create is SIGSTOPped once its Started process appears, and
+// left stopped in the background until a continue step.
 type Kill struct {
 	After Duration `json:"after,omitempty"`
 	Min   Duration `json:"min,omitempty"`
@@ -246,6 +252,62 @@ type Kill struct {
 	// process already running.
 	Hold    Duration `json:"hold,omitempty"`
 	Started string   `json:"started,omitempty"`
+	// Signal STOP, with Started and nothing else: a live create that
+	// makes no progress (continue SIGCONTs it).
+	Signal string `json:"signal,omitempty"`
+}
+
+// Inject makes every call of Syscall by a runtime command fail with Error
+// (an errno name, as strace's inject=...:error= takes it), on the runtime's
+// state files of the sandbox (Paths: state) or wherever it is made (no
+// Paths).
+type Inject struct {
+	Syscall string `json:"syscall"`
+	Error   string `json:"error"`
+	Paths   string `json:"paths,omitempty"`
+}
+
+// Injectable are the actions whose runtime command an Inject wraps.
+var Injectable = []string{"create", "start", "exec", "kill", "pause", "resume", "delete", "delete-force", "state", "update", "list"}
+
+func (in *Inject) validate(f, do string) error {
+	if !slices.Contains(Injectable, do) {
+		return ferr(f, "only a runtime command is run under strace (%s)", strings.Join(Injectable, ", "))
+	}
+	if !syscallRE.MatchString(in.Syscall) {
+		return ferr(f+".syscall", "%q is not a system call name (write, kill, renameat...)", in.Syscall)
+	}
+	if !errnoName(in.Error) {
+		return ferr(f+".error", "%q is not an errno name (ENOSPC, EPERM, EIO...)", in.Error)
+	}
+	if in.Paths != "" && in.Paths != "state" {
+		return ferr(f+".paths", "%q: paths is state (the runtime's state files of the sandbox) or none (every call)", in.Paths)
+	}
+	return nil
+}
+
+// errnoName reports whether name is an errno's name (ENOSPC).
+func errnoName(name string) bool {
+	for e := unix.Errno(1); e < 4096; e++ {
+		if unix.ErrnoName(e) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// validateStop checks a stopped create (step action do).
+func (k *Kill) validateStop(f, do string) error {
+	if do != "create" {
+		return ferr(f+".signal", "only a create is stopped (a later continue step takes its exit status)")
+	}
+	if s, err := SignalNumber(k.Signal); err != nil || s != unix.SIGSTOP {
+		return ferr(f+".signal", "%q: a kill's signal is STOP (a stopped create); a killed one takes after, min and max, or syscall", k.Signal)
+	}
+	if k.Started != "sandbox" && k.Started != "gofer" || k.Syscall != "" || k.Nth != nil || k.Hold.Duration != 0 || k.After.Duration != 0 || k.Min.Duration != 0 || k.Max.Duration != 0 {
+		return ferr(f+".started", "a stopped create takes signal: STOP and started (sandbox or gofer: the runsc process whose start it waits for), nothing else")
+	}
+	return nil
 }
 
 // Nth is a kill's call number: N, or the trial number when Trial is set.
@@ -508,7 +570,7 @@ var (
 		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated", "cri-delegated-nested", "kubelet-static", "kubelet-static-nested",
 		"docker", "docker-systemd", "podman", "podman-systemd"}
 	// Actions a step may do.
-	Actions = []string{"create", "start", "run", "exec", "kill", "pause", "resume", "kill-sandbox", "kill-gofer", "kill-shim", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "remove-empty", "write-state", "write-lock", "stop-unit", "kubelet-cpu", "remove-pod", "restart-daemon", "runtime-delete", "check"}
+	Actions = []string{"create", "start", "run", "exec", "kill", "pause", "resume", "kill-sandbox", "kill-gofer", "kill-shim", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "remove-empty", "write-state", "write-lock", "remove-lock", "continue", "list", "stop-unit", "kubelet-cpu", "remove-pod", "restart-daemon", "runtime-delete", "check"}
 	// SetupActions a setup item may do.
 	SetupActions = []string{"mkdir", "chown", "write", "process"}
 	// Options are runtime-neutral sandbox switches.
@@ -999,6 +1061,10 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 		}
 		fixed, random, call := k.After.Duration > 0, k.Min.Duration > 0 || k.Max.Duration > 0, k.Syscall != "" || k.Nth != nil || k.Hold.Duration != 0 || k.Started != ""
 		switch {
+		case k.Signal != "":
+			if err := k.validateStop(f+".kill", st.Do); err != nil {
+				return err
+			}
 		case call && (fixed || random):
 			return ferr(f+".kill", "set after, min < max, or syscall and nth (or hold): one of them")
 		case call:
@@ -1010,6 +1076,14 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 		}
 		if st.Expect != nil {
 			return ferr(f+".expect", "a killed command has no exit status to expect")
+		}
+	}
+	if st.Inject != nil {
+		if err := st.Inject.validate(f+".inject", st.Do); err != nil {
+			return err
+		}
+		if st.Kill != nil {
+			return ferr(f+".inject", "a killed or stopped command takes no injected error")
 		}
 	}
 	if (st.Do == "join" || st.Do == "kill-process") != (st.Process != "") {
@@ -1531,20 +1605,30 @@ func jsonFields(t reflect.Type) ([]string, map[string]reflect.Type) {
 // validateSyscallKill holds a kill at a system call to what the harness can
 // point strace at: the cgroupfs directories of the sandbox's cgroupsPath
 // (not a systemd unit's, which systemd makes) as the runtime sees them
-// from C (SyscallKillContexts).
+// from C (SyscallKillContexts). A stopped create and an injected error
+// run there too: the harness finds the runtime's command and processes,
+// and its state files, as the host sees them.
 func (c *Case) validateSyscallKill(f string, st *Step) error {
-	if st.Kill == nil || st.Kill.Syscall == "" {
+	field, what := "", ""
+	switch {
+	case st.Kill != nil && st.Kill.Syscall != "":
+		field, what = "kill.syscall", "a syscall kill"
+		if sb := c.Sandbox(st.Sandbox); sb != nil && slices.Contains(sb.Options, "systemd-cgroup") {
+			return ferr(f+".kill.syscall", "sandbox %s uses systemd-cgroup: systemd makes its cgroups, not the runtime, so no call of the runtime's would be killed", sb.Name)
+		}
+	case st.Kill != nil && st.Kill.Signal != "":
+		field, what = "kill.signal", "a stopped create"
+	case st.Inject != nil:
+		field, what = "inject", "an injected error"
+	default:
 		return nil
-	}
-	if sb := c.Sandbox(st.Sandbox); sb != nil && slices.Contains(sb.Options, "systemd-cgroup") {
-		return ferr(f+".kill.syscall", "sandbox %s uses systemd-cgroup: systemd makes its cgroups, not the runtime, so no call of the runtime's would be killed", sb.Name)
 	}
 	for _, cx := range c.CaseContexts() {
 		if st.When != nil && len(st.When.Contexts) > 0 && !slices.Contains(st.When.Contexts, cx) {
 			continue
 		}
 		if !slices.Contains(SyscallKillContexts, cx) {
-			return ferr(f+".kill.syscall", "context %s: a syscall kill runs only in %s (the runtime sees the host's cgroup paths from C there); restrict the step with when: {contexts: [...]}", cx, strings.Join(SyscallKillContexts, ", "))
+			return ferr(f+"."+field, "context %s: %s runs only in %s (the runtime sees the host's cgroup paths from C there); restrict the step with when: {contexts: [...]}", cx, what, strings.Join(SyscallKillContexts, ", "))
 		}
 	}
 	return nil

@@ -173,6 +173,16 @@ func TestParseBad(t *testing.T) {
 		{"held kill of a shim", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {syscall: fsync, hold: 3s, started: shim}}", "steps[0].kill.hold: a held kill needs"},
 		{"held kill and nth", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {syscall: fsync, hold: 3s, started: gofer, nth: 2}}", "steps[0].kill.hold: a held kill needs"},
 		{"held kill without a syscall", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {hold: 3s, started: gofer}}", `steps[0].kill.syscall: "" is not a system call name`},
+		{"stopped create", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {signal: STOP, started: sandbox}}\n  - {do: remove-lock, sandbox: b}\n  - {do: list, sandbox: b, expect: {output: \"${id}\", within: 2s}}\n  - {do: continue, sandbox: b}", ""},
+		{"stopped start", "{do: run, sandbox: a}|{do: start, sandbox: b, kill: {signal: STOP, started: sandbox}}", "steps[0].kill.signal: only a create is stopped"},
+		{"create killed with a signal", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {signal: TERM, started: sandbox}}", `steps[0].kill.signal: "TERM": a kill's signal is STOP`},
+		{"stopped create without started", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {signal: STOP}}", "steps[0].kill.started: a stopped create takes signal: STOP and started"},
+		{"stopped create held", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {signal: STOP, started: gofer, syscall: fsync, hold: 3s}}", "steps[0].kill.started: a stopped create takes signal: STOP and started"},
+		{"injected error", "{do: run, sandbox: a}|{do: start, sandbox: a, inject: {syscall: write, error: ENOSPC, paths: state}, expect: {fail: true}}\n  - {do: delete-force, sandbox: a, inject: {syscall: kill, error: EPERM}}", ""},
+		{"injected error not an errno", "{do: run, sandbox: a}|{do: start, sandbox: a, inject: {syscall: write, error: ENOSPACE}}", `steps[0].inject.error: "ENOSPACE" is not an errno name`},
+		{"injected error on other paths", "{do: run, sandbox: a}|{do: start, sandbox: a, inject: {syscall: write, error: EIO, paths: cgroups}}", `steps[0].inject.paths: "cgroups": paths is state`},
+		{"injected error on a run", "{do: run, sandbox: a}|{do: run, sandbox: a, inject: {syscall: write, error: EIO}}", "steps[0].inject: only a runtime command is run under strace"},
+		{"injected error in a killed create", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {after: 1s}, inject: {syscall: write, error: EIO}}", "steps[0].inject: a killed or stopped command takes no injected error"},
 		{"syscall kill of a start", "{do: run, sandbox: a}|{do: start, sandbox: b, kill: {syscall: mkdirat, nth: 1}}", "steps[0].kill.syscall: only a create is killed at a system call"},
 		{"syscall kill with expect", "{do: run, sandbox: a}|{do: create, sandbox: b, kill: {syscall: mkdirat, nth: 1}, expect: {anyExit: true}}", "steps[0].expect: a killed command has no exit status"},
 		{"kill window backwards", "{do: run, sandbox: a}|{do: create, sandbox: a, kill: {min: 2s, max: 1s}}", "steps[0].kill: set after, or min < max"},
@@ -229,13 +239,21 @@ func TestParseBad(t *testing.T) {
 // create's cgroups: a systemd driver's (systemd makes them) and a context
 // whose runtime sees other cgroup paths than the host's from C.
 func TestParseSyscallKillWhere(t *testing.T) {
-	for _, tc := range []struct{ name, options, contexts, when, wantErr string }{
-		{"host and container", "[]", "[host, container]", "", ""},
-		{"systemd driver", "[systemd-cgroup]", "[host]", "", "steps[0].kill.syscall: sandbox a uses systemd-cgroup: systemd makes its cgroups"},
-		{"a pod", "[]", "[host, kubepods-delegated]", "", "steps[0].kill.syscall: context kubepods-delegated: a syscall kill runs only in host, container"},
-		{"a pod, the step for the host only", "[]", "[host, kubepods-delegated]", ", when: {contexts: [host]}", ""},
+	for _, tc := range []struct{ name, options, contexts, when, step, wantErr string }{
+		{"host and container", "[]", "[host, container]", "", "", ""},
+		{"systemd driver", "[systemd-cgroup]", "[host]", "", "", "steps[0].kill.syscall: sandbox a uses systemd-cgroup: systemd makes its cgroups"},
+		{"a pod", "[]", "[host, kubepods-delegated]", "", "", "steps[0].kill.syscall: context kubepods-delegated: a syscall kill runs only in host, container"},
+		{"a pod, the step for the host only", "[]", "[host, kubepods-delegated]", ", when: {contexts: [host]}", "", ""},
+		// A stopped create and an injected error run where the harness
+		// finds the runtime's processes and state files as the host does.
+		{"a stopped create in a pod", "[]", "[host, kubepods-delegated]", "", "{do: create, sandbox: a, kill: {signal: STOP, started: sandbox}}", "steps[0].kill.signal: context kubepods-delegated: a stopped create runs only in host, container"},
+		{"an injected error in a pod", "[]", "[host, kubepods-delegated]", "", "{do: start, sandbox: a, inject: {syscall: write, error: ENOSPC, paths: state}}", "steps[0].inject: context kubepods-delegated: an injected error runs only in host, container"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			step := "{do: create, sandbox: a, kill: {syscall: mkdirat, nth: trial}" + tc.when + "}"
+			if tc.step != "" {
+				step = tc.step
+			}
 			src := fmt.Sprintf(`name: sweep
 purpose: p
 source: s
@@ -244,8 +262,8 @@ contexts: %s
 sandboxes:
   - {name: a, options: %s, spec: {linux: {cgroupsPath: "s-${token}/${id}"}}}
 steps:
-  - {do: create, sandbox: a, kill: {syscall: mkdirat, nth: trial}%s}
-`, tc.contexts, tc.options, tc.when)
+  - %s
+`, tc.contexts, tc.options, step)
 			_, err := Parse([]byte(src))
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Errorf("Parse error = %v, want %q", err, tc.wantErr)

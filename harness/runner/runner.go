@@ -554,6 +554,9 @@ type instance struct {
 	// from is where the runtime was started from, when not the case's
 	// origin (Podman: each container's conmon cgroup).
 	from map[string]string
+	// stopped is the create a kill: {signal: STOP} left stopped in the
+	// background, until a continue step.
+	stopped *stoppedCreate
 }
 
 // hierarchyPath is a cgroup in the hierarchy of that key.

@@ -162,6 +162,8 @@ func (r *Runtime) Command(global []string, action, id, bundle string, args []str
 		c = append(c, "start", id)
 	case "state":
 		c = append(c, "state", id)
+	case "list":
+		c = append(c, "list")
 	case "exec":
 		c = append(c, "exec", id)
 		c = append(c, args...)

@@ -707,3 +707,74 @@ func TestSelfTestSyscallKill(t *testing.T) {
 		})
 	}
 }
+
+const stoppedCreateCase = `
+name: stopped-create
+purpose: a create stopped once its container's process exists ends with exit 0 once continued
+source: harness self-test
+requires: [root]
+sandboxes:
+  - name: a
+steps:
+  - {id: create-stopped, do: create, sandbox: a, kill: {signal: STOP, started: sandbox}}
+  - {id: create-continues, do: continue, sandbox: a}
+  - {id: delete, do: delete-force, sandbox: a}
+  - {id: nothing-left, do: check, check: {nothingLeft: true}}
+`
+
+// TestSelfTestStoppedCreate: the slow fake's create (20 s after its
+// process exists) is stopped in the background at its child, and the
+// continue step waits for its exit 0.
+func TestSelfTestStoppedCreate(t *testing.T) {
+	busybox := "/usr/bin/busybox"
+	roottest.Require(t, busybox)
+	rep := runSelfTest(t, stoppedCreateCase, busybox, "runc-slow")
+	res := rep.Results[0]
+	if res.Outcome != report.Pass {
+		t.Errorf("outcome %s, failures %+v", res.Outcome, res.Failures)
+	}
+	if note := res.Steps[0].Note; !strings.HasPrefix(note, "SIGSTOPped the create (PID ") || !strings.Contains(note, "once its init (PID ") {
+		t.Errorf("create: note %q", note)
+	}
+	if s := res.Steps[1]; s.Exit == nil || *s.Exit != 0 || !strings.HasPrefix(s.Note, "SIGCONT the create (PID ") {
+		t.Errorf("continue: %+v", s)
+	}
+	assertNoTestRootLeft(t, rep.RunID)
+}
+
+const injectCase = `
+name: inject
+purpose: an injected error fails the runtime's calls on its state files only, or on every path
+source: harness self-test
+requires: [root]
+sandboxes:
+  - name: a
+steps:
+  - {id: run, do: run, sandbox: a}
+  - {id: state-files, do: state, sandbox: a, inject: {syscall: openat, error: ENOENT, paths: state}}
+  - {id: everywhere, do: state, sandbox: a, inject: {syscall: openat, error: ENOENT}, expect: {fail: true, output: "container does not exist"}}
+  - {id: delete, do: delete-force, sandbox: a}
+  - {id: nothing-left, do: check, check: {nothingLeft: true}}
+`
+
+// TestSelfTestInject: the fake keeps its state at <root>/<id>.json, not
+// where runc does (the state files an inject's paths name), so only the
+// injection without paths reaches it.
+func TestSelfTestInject(t *testing.T) {
+	busybox := "/usr/bin/busybox"
+	roottest.Require(t, busybox)
+	if _, err := exec.LookPath("strace"); err != nil {
+		t.Skip("needs strace (apt-get install strace)")
+	}
+	rep := runSelfTest(t, injectCase, busybox, "runc-right")
+	res := rep.Results[0]
+	if res.Outcome != report.Pass {
+		t.Errorf("outcome %s, failures %+v", res.Outcome, res.Failures)
+	}
+	for i, want := range map[int]string{1: "strace failed 0 openat call(s) on the state files with ENOENT", 2: "openat call(s) with ENOENT"} {
+		if note := res.Steps[i].Note; !strings.Contains(note, want) || i == 2 && strings.HasPrefix(note, "strace failed 0 ") {
+			t.Errorf("step %s: note %q, want %q", res.Steps[i].ID, note, want)
+		}
+	}
+	assertNoTestRootLeft(t, rep.RunID)
+}

@@ -53,8 +53,10 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 	t0 := time.Now()
 	var recs []report.Step
 	switch st.Do {
-	case "create", "start", "run", "exec", "kill", "pause", "resume", "delete", "delete-force", "state", "update", "runtime-delete":
+	case "create", "start", "run", "exec", "kill", "pause", "resume", "delete", "delete-force", "state", "list", "update", "runtime-delete":
 		recs = r.forInstances(ctx, cs, st, r.commandStep)
+	case "continue":
+		recs = r.forInstances(ctx, cs, st, r.continueStep)
 	case "kill-sandbox", "kill-gofer", "kill-shim":
 		recs = r.forInstances(ctx, cs, st, r.killStep)
 	case "cycle":
@@ -94,7 +96,7 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		recs = []report.Step{rec}
 	case "stop-unit":
 		recs = r.forInstances(ctx, cs, st, r.stopUnitStep)
-	case "write-state", "write-lock":
+	case "write-state", "write-lock", "remove-lock":
 		recs = r.forInstances(ctx, cs, st, r.writeStateStep)
 	case "sleep":
 		select {
@@ -221,7 +223,18 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 			}
 			in.before = r.snapshot(cs)
 		}
-		argv, straced := r.runtimeArgs(cs, in, a, st), ""
+		argv, straced, injected := r.runtimeArgs(cs, in, a, st), "", ""
+		if st.Kill != nil && st.Kill.Signal != "" {
+			in.created = true // whatever it gets to, delete must find it
+			return report.Step{Command: argv, Note: r.stopCreate(ctx, cs, st, in, argv)}, nil
+		}
+		if st.Inject != nil {
+			var err error
+			if argv, injected, err = r.injectArgv(cs, in, st, argv); err != nil {
+				cs.fail(st.ID, in.label+": "+err.Error(), "")
+				return report.Step{Error: err.Error()}, nil
+			}
+		}
 		if st.Kill != nil && st.Kill.Syscall != "" {
 			var err error
 			if argv, straced, err = r.syscallKillArgv(cs, in, st, argv); err != nil {
@@ -238,6 +251,9 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 		killedPid := stopKill()
 		total += last.dur
 		rec = record(last)
+		if injected != "" {
+			rec.Note = injectedNote(st.Inject, injected)
+		}
 		if a == "delete" || a == "delete-force" {
 			cs.noteDelete(last.dur)
 		}
@@ -305,6 +321,84 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	return rec, &check.Command{Exit: last.exit, Output: last.output, Dur: total}
 }
 
+// stoppedCreate is a create left stopped by kill: {signal: STOP}: its PID
+// (0 if it ended before it was stopped), its command line, and its result
+// once it ends.
+type stoppedCreate struct {
+	pid  int
+	argv []string
+	done chan cmdResult
+}
+
+// stopCreate starts the create argv of step st and SIGSTOPs it once the
+// runtime's k.Started process for in appears (runsc's sandbox or gofer;
+// for runc and crun, which start neither, the create's first child, the
+// container's init), so the create is alive and makes no progress. It is
+// left so in the background, the processes found recorded for the checks,
+// and says what it did; a continue step SIGCONTs it and takes its exit.
+func (r *Runner) stopCreate(ctx context.Context, cs *caseState, st *casefile.Step, in *instance, argv []string) string {
+	s := &stoppedCreate{argv: argv, done: make(chan cmdResult, 1)}
+	in.stopped = s
+	go func() { s.done <- r.runKilled(ctx, cs, in, argv, r.commandLimit(), 0) }()
+	what := st.Kill.Started
+	if cs.rt.Kind != "runsc" {
+		what = "init"
+	}
+	for {
+		select {
+		case res := <-s.done:
+			s.done <- res
+			return fmt.Sprintf("not stopped: the create exited %d before its %s appeared", res.exit, what)
+		case <-time.After(time.Millisecond): // runc's create lasts 40 ms
+		}
+		pid := pidOf(argv)
+		if pid == 0 {
+			continue
+		}
+		found := map[string]int{}
+		if cs.rt.Kind == "runsc" {
+			found = runscProcs(listPids(), in.root, in.id, in.bundle)
+		} else if kids := descendants(pid); len(kids) > 0 {
+			found[what] = kids[0]
+		}
+		if found[what] == 0 || !slices.Equal(cmdline(pid), argv) || unix.Kill(pid, unix.SIGSTOP) != nil {
+			continue
+		}
+		s.pid = pid
+		for role, p := range found {
+			in.pids[role] = p
+		}
+		return fmt.Sprintf("SIGSTOPped the create (PID %d) once its %s (PID %d) appeared", pid, what, found[what])
+	}
+}
+
+// continueStep SIGCONTs the create an earlier step of the sandbox left
+// stopped and waits for its exit, which the step's expect holds.
+func (r *Runner) continueStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+	s := in.stopped
+	if s == nil {
+		msg := in.label + ": no create of this sandbox is stopped (kill: {signal: STOP, started: ...} on an earlier create)"
+		cs.fail(st.ID, msg, "")
+		return report.Step{Error: msg}, nil
+	}
+	in.stopped = nil
+	note := "the create had ended"
+	if s.pid != 0 && slices.Equal(cmdline(s.pid), s.argv) && unix.Kill(s.pid, unix.SIGCONT) == nil {
+		note = fmt.Sprintf("SIGCONT the create (PID %d)", s.pid)
+	}
+	res := <-s.done
+	if res.signal != 0 {
+		note += "; it died of " + unix.SignalName(res.signal)
+	}
+	rec := record(res)
+	rec.Note = note
+	if why := r.observe(ctx, cs, in); why != "" && res.exit == 0 {
+		rec.Note += "; no process observed: " + why
+	}
+	rec.Processes = in.procs
+	return rec, &check.Command{Exit: res.exit, Output: res.output, Dur: res.dur}
+}
+
 // respec writes the bundle a create of step st reads: the step's own spec
 // merged onto the sandbox's, or, after such a create, the sandbox's again.
 func (r *Runner) respec(cs *caseState, in *instance, st *casefile.Step) error {
@@ -328,8 +422,8 @@ func (r *Runner) respec(cs *caseState, in *instance, st *casefile.Step) error {
 func (r *Runner) killDelay(cs *caseState, st *casefile.Step) time.Duration {
 	k := st.Kill
 	switch {
-	case k == nil || k.Syscall != "":
-		return 0 // a syscall kill's moment is strace's
+	case k == nil || k.Syscall != "" || k.Signal != "":
+		return 0 // a syscall kill's moment is strace's; a stop's, the started process's
 	case k.After.Duration > 0:
 		return r.scaled(k.After.Duration)
 	}
@@ -507,11 +601,12 @@ func (r *Runner) killProcessStep(cs *caseState, st *casefile.Step) report.Step {
 // writeStateStep writes in the sandbox's --root what a crash can leave
 // there: write-state the state file, with st.State; write-lock only what a
 // create makes before it saves any state (runsc's empty lock file, runc's
-// and crun's container directory).
+// and crun's container directory). remove-lock removes runsc's lock file,
+// as an operator's cleanup of the folder may (runc and crun keep none).
 func (r *Runner) writeStateStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
 	dir, file := in.root, in.id+"_sandbox:"+in.id
 	if cs.rt.Kind == "runsc" {
-		file += map[string]string{"write-state": ".state", "write-lock": ".lock"}[st.Do]
+		file += map[string]string{"write-state": ".state", "write-lock": ".lock", "remove-lock": ".lock"}[st.Do]
 	} else {
 		dir = filepath.Join(in.root, in.id)
 		file = map[string]string{"runc": "state.json", "crun": "status"}[cs.rt.Kind]
@@ -519,6 +614,17 @@ func (r *Runner) writeStateStep(ctx context.Context, cs *caseState, st *casefile
 	if in.mountns != 0 {
 		cs.fail(st.ID, in.label+": "+st.Do+" cannot reach a --root in the sandbox's own mount namespace", "")
 		return report.Step{Error: "mountns"}, nil
+	}
+	if st.Do == "remove-lock" {
+		if cs.rt.Kind != "runsc" {
+			return report.Step{Skipped: cs.rt.Kind + " keeps no lock file in --root"}, nil
+		}
+		file = filepath.Join(dir, file)
+		if err := os.Remove(file); err != nil {
+			cs.fail(st.ID, in.label+": "+err.Error(), "")
+			return report.Step{Error: err.Error()}, nil
+		}
+		return report.Step{Note: "removed " + file}, nil
 	}
 	content, note := "", "made "+dir
 	err := os.MkdirAll(dir, 0o711)

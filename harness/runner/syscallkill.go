@@ -44,9 +44,10 @@ var pathless = map[string]bool{"clone": true, "clone3": true, "fork": true, "vfo
 
 // straceArgv is the command that runs runtime argv under strace, holding
 // every call of syscall on paths for hold, or with nth > 0 (a pathless
-// system call: every such call counts) killing it at the nth on a thread;
-// strace's own record goes to out.
-func straceArgv(strace, out, syscall string, nth int, hold time.Duration, paths, argv []string) []string {
+// system call: every such call counts) killing it at the nth on a thread,
+// or with errno failing every such call with it; strace's own record goes
+// to out.
+func straceArgv(strace, out, syscall, errno string, nth int, hold time.Duration, paths, argv []string) []string {
 	c := []string{strace, "-f", "--detach-on=execve", "-qq", "-o", out}
 	if !pathless[syscall] {
 		for _, p := range paths {
@@ -54,8 +55,11 @@ func straceArgv(strace, out, syscall string, nth int, hold time.Duration, paths,
 		}
 	}
 	inject := fmt.Sprintf("inject=%s:delay_enter=%d:when=1+", syscall, hold.Microseconds())
-	if nth > 0 {
+	switch {
+	case nth > 0:
 		inject = fmt.Sprintf("inject=%s:signal=KILL:when=%d", syscall, nth)
+	case errno != "":
+		inject = fmt.Sprintf("inject=%s:error=%s:when=1+", syscall, errno)
 	}
 	c = append(c, "-e", "trace="+syscall, "-e", inject)
 	return append(c, argv...)
@@ -200,7 +204,35 @@ func (r *Runner) syscallKillArgv(cs *caseState, in *instance, st *casefile.Step,
 	case pathless[st.Kill.Syscall]:
 		nth = st.Kill.Nth.At(cs.trial)
 	}
-	return straceArgv(strace, out, st.Kill.Syscall, nth, hold, paths, argv), out, nil
+	return straceArgv(strace, out, st.Kill.Syscall, "", nth, hold, paths, argv), out, nil
+}
+
+// injectArgv wraps the runtime command argv of step st on instance in in
+// strace (see straceArgv), every call of st.Inject's system call failing
+// with its error, on the runtime's state files of in (paths: state) or
+// anywhere; strace's record is at the returned path.
+func (r *Runner) injectArgv(cs *caseState, in *instance, st *casefile.Step, argv []string) ([]string, string, error) {
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		return nil, "", fmt.Errorf("an injected error runs the command under strace: %w (apt-get install strace)", err)
+	}
+	var paths []string
+	if st.Inject.Paths == "state" {
+		paths = stateFiles(cs.rt.Kind, in.root, in.id)
+	}
+	out := filepath.Join(cs.logDir, fmt.Sprintf("%s.%s.strace", in.id, safeName(st.ID)))
+	return straceArgv(strace, out, st.Inject.Syscall, st.Inject.Error, 0, 0, paths, argv), out, nil
+}
+
+// injectedNote says how many calls strace's record at straced shows
+// failed on purpose.
+func injectedNote(k *casefile.Inject, straced string) string {
+	b, _ := os.ReadFile(straced)
+	where := ""
+	if k.Paths == "state" {
+		where = " on the state files"
+	}
+	return fmt.Sprintf("strace failed %d %s call(s)%s with %s (record: %s)", strings.Count(string(b), "(INJECTED)"), k.Syscall, where, k.Error, straced)
 }
 
 // killTraced SIGKILLs the create of step st under strace (the tracee: the

@@ -19,21 +19,25 @@ func TestStraceArgv(t *testing.T) {
 	runsc := []string{"/bin/runsc", "--root", "/r", "create", "--bundle", "/b", "id"}
 	paths := []string{"/sys/fs/cgroup/memory/c/sweep", "/r/id_sandbox:id.lock"}
 	for _, tc := range []struct {
-		name, syscall string
-		nth           int
-		hold          time.Duration
-		want          []string
+		name, syscall, errno string
+		nth                  int
+		hold                 time.Duration
+		want                 []string
 	}{
-		{"a path syscall: every call on the paths held", "mkdirat", 0, 30 * time.Millisecond, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
+		{"a path syscall: every call on the paths held", "mkdirat", "", 0, 30 * time.Millisecond, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
 			"-P", "/sys/fs/cgroup/memory/c/sweep", "-P", "/r/id_sandbox:id.lock",
 			"-e", "trace=mkdirat", "-e", "inject=mkdirat:delay_enter=30000:when=1+",
 			"/bin/runsc", "--root", "/r", "create", "--bundle", "/b", "id"}},
-		{"clone has no path: strace kills at the nth on a thread", "clone", 3, 30 * time.Millisecond, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
+		{"clone has no path: strace kills at the nth on a thread", "clone", "", 3, 30 * time.Millisecond, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
 			"-e", "trace=clone", "-e", "inject=clone:signal=KILL:when=3",
+			"/bin/runsc", "--root", "/r", "create", "--bundle", "/b", "id"}},
+		{"an injected error on the paths", "write", "ENOSPC", 0, 0, []string{"/usr/bin/strace", "-f", "--detach-on=execve", "-qq", "-o", "/log/x.strace",
+			"-P", "/sys/fs/cgroup/memory/c/sweep", "-P", "/r/id_sandbox:id.lock",
+			"-e", "trace=write", "-e", "inject=write:error=ENOSPC:when=1+",
 			"/bin/runsc", "--root", "/r", "create", "--bundle", "/b", "id"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := straceArgv("/usr/bin/strace", "/log/x.strace", tc.syscall, tc.nth, tc.hold, paths, runsc)
+			got := straceArgv("/usr/bin/strace", "/log/x.strace", tc.syscall, tc.errno, tc.nth, tc.hold, paths, runsc)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("argv (-want +got):\n%s", diff)
 			}
