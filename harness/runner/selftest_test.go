@@ -751,15 +751,14 @@ sandboxes:
   - name: a
 steps:
   - {id: run, do: run, sandbox: a}
-  - {id: state-files, do: state, sandbox: a, inject: {syscall: openat, error: ENOENT, paths: state}}
-  - {id: everywhere, do: state, sandbox: a, inject: {syscall: openat, error: ENOENT}, expect: {fail: true, output: "container does not exist"}}
-  - {id: delete, do: delete-force, sandbox: a}
+  - {id: everywhere, do: delete-force, sandbox: a, inject: {syscall: unlinkat, error: EPERM}, expect: {fail: true, output: "operation not permitted"}}
+  - {id: state-files, do: delete-force, sandbox: a, inject: {syscall: unlinkat, error: EPERM, paths: state}}
   - {id: nothing-left, do: check, check: {nothingLeft: true}}
 `
 
 // TestSelfTestInject: the fake keeps its state at <root>/<id>.json, not
 // where runc does (the state files an inject's paths name), so only the
-// injection without paths reaches it.
+// injection without paths reaches its delete's rmdir and unlink.
 func TestSelfTestInject(t *testing.T) {
 	busybox := "/usr/bin/busybox"
 	roottest.Require(t, busybox)
@@ -771,8 +770,8 @@ func TestSelfTestInject(t *testing.T) {
 	if res.Outcome != report.Pass {
 		t.Errorf("outcome %s, failures %+v", res.Outcome, res.Failures)
 	}
-	for i, want := range map[int]string{1: "strace failed 0 openat call(s) on the state files with ENOENT", 2: "openat call(s) with ENOENT"} {
-		if note := res.Steps[i].Note; !strings.Contains(note, want) || i == 2 && strings.HasPrefix(note, "strace failed 0 ") {
+	for i, want := range map[int]string{1: "unlinkat call(s) with EPERM", 2: "strace failed 0 unlinkat call(s) on the state files with EPERM"} {
+		if note := res.Steps[i].Note; !strings.Contains(note, want) || i == 1 && strings.HasPrefix(note, "strace failed 0 ") {
 			t.Errorf("step %s: note %q, want %q", res.Steps[i].ID, note, want)
 		}
 	}
