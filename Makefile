@@ -138,10 +138,15 @@ upstream-series:
 # from BASE plus master's tests of the touched packages (go build
 # ./runsc/..., go vet and unit tests, as nobody without the host's
 # cgroupfs). No other tree: a pull request that does not build there fails.
+# A pull request fails when none of the tests it adds or changes passes
+# there (all skip, or none runs). On its tree alone, each mutation of
+# patches/NN-name/mutations is applied alone and the same tests run again:
+# one that survives or does not compile fails it. PRS=NN-name,... checks
+# only those pull requests (with what they need applied).
 # Needs root (for the test sandbox); out/upstream-check/report.{md,json}.
 upstream-check:
-	@test -n "$(DIR)" || { echo "usage: make upstream-check DIR=/path/to/gvisor [BASE=master-rev] [GO_REF=go]"; exit 2; }
-	$(GO) run ./ci/cmd/upstream check -dir "$(DIR)" -base "$(or $(BASE),HEAD)" -go-ref "$(or $(GO_REF),go)"
+	@test -n "$(DIR)" || { echo "usage: make upstream-check DIR=/path/to/gvisor [BASE=master-rev] [GO_REF=go] [PRS=NN-name,...]"; exit 2; }
+	$(GO) run ./ci/cmd/upstream check -dir "$(DIR)" -base "$(or $(BASE),HEAD)" -go-ref "$(or $(GO_REF),go)" $(if $(PRS),-prs "$(PRS)")
 
 # The series' tests in upstream's runsc/container test files, which the go
 # branch lacks (DIR: a gVisor checkout or bare repository to take them

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go/parser"
 	"go/token"
@@ -69,6 +70,9 @@ type CheckConfig struct {
 	// BuildTargets are built in every row besides the touched packages
 	// (default ./runsc/...).
 	BuildTargets []string
+	// Only, when set, names the pull requests to check (the others are
+	// still applied where one of these needs them); default every one.
+	Only []string
 }
 
 // UpstreamVetOnly is what make upstream-check passes as VetOnly.
@@ -87,10 +91,12 @@ type Report struct {
 	// BaseVet counts go vet's findings on the go tree without any patch,
 	// per "file: message" (upstream vets with its own analyzers); a row
 	// fails for any more of them.
-	BaseVet  map[string]int    `json:"base_vet,omitempty"`
-	VetOnly  map[string]string `json:"vet_only,omitempty"`
-	Verdicts []Verdict         `json:"verdicts"`
-	Seconds  float64           `json:"seconds"`
+	BaseVet map[string]int    `json:"base_vet,omitempty"`
+	VetOnly map[string]string `json:"vet_only,omitempty"`
+	// Only names the pull requests checked when not all were (PRS=).
+	Only     []string  `json:"only,omitempty"`
+	Verdicts []Verdict `json:"verdicts"`
+	Seconds  float64   `json:"seconds"`
 }
 
 // Failed lists the pull requests that fail.
@@ -146,13 +152,17 @@ type checker struct {
 	master, goTree, bin string
 	masterBase, goBase  string // the commits every row starts from
 	pkgs                []string
-	baseFailures        map[string][]string // checkBase's k.failed
-	failed              map[string][]string // the last test step's failures: package -> tests
-	hard                bool                // the last test step failed to compile or to start
-	vetFindings         map[string]int      // the last vet step's findings: "file: message" -> count
-	vetHard             bool                // the last vet step failed to type-check
-	baseVet             map[string]int      // checkBase's vetFindings
-	inBase              bool                // checkBase is running: its findings are the baseline
+	baseFailures        map[string][]string          // checkBase's k.failed
+	failed              map[string][]string          // the last test step's failures: package -> tests
+	hard                bool                         // the last test step failed to compile or to start
+	ran                 map[string]map[string]string // the last test step's top-level tests: package -> test -> pass, skip or fail
+	counts              Counts                       // the last test step's sums
+	vetFindings         map[string]int               // the last vet step's findings: "file: message" -> count
+	vetHard             bool                         // the last vet step failed to type-check
+	baseVet             map[string]int               // checkBase's vetFindings
+	masterSHA, goSHA    string                       // the upstream commits the trees are made from
+	mutations           map[string]*mutationList     // per pull request, read when the check began
+	inBase              bool                         // checkBase is running: its findings are the baseline
 	step, steps         int
 }
 
@@ -171,12 +181,21 @@ func Check(c CheckConfig) (*Report, error) {
 	// The patches are read once, into Work/patches: a series rewritten
 	// while the check runs does not mix into it, and the sha256 in the
 	// report is of the bytes applied.
+	for _, name := range c.Only {
+		if _, ok := c.Series.PR(name); !ok {
+			return nil, fmt.Errorf("no pull request %q in %s", name, c.Series.Path)
+		}
+	}
+	lists, err := readMutationLists(c.Series)
+	if err != nil {
+		return nil, err
+	}
 	snap, err := snapshot(c.Series, filepath.Join(c.Work, "patches"))
 	if err != nil {
 		return nil, err
 	}
 	c.Series = snap
-	k := &checker{CheckConfig: c}
+	k := &checker{CheckConfig: c, mutations: lists}
 	// Work/logs/<row>/<package>.out: each row's unit test output.
 	if err := os.RemoveAll(filepath.Join(c.Work, "logs")); err != nil {
 		return nil, err
@@ -205,13 +224,19 @@ func Check(c CheckConfig) (*Report, error) {
 		return nil, err
 	}
 	rep.BaseFailures, rep.BaseVet = k.baseFailures, k.baseVet
+	var prs []runscbuild.PR
 	for _, pr := range c.Series.PRs {
+		if len(c.Only) > 0 && !slices.Contains(c.Only, pr.Name) {
+			continue
+		}
+		prs = append(prs, pr)
 		k.steps++
 		if !sameNames(c.Series.Needs(pr.Name), c.Series.Before(pr.Name)) {
 			k.steps++
 		}
 	}
-	for _, pr := range c.Series.PRs {
+	rep.Only = c.Only
+	for _, pr := range prs {
 		needs := c.Series.Needs(pr.Name)
 		before := c.Series.Before(pr.Name)
 		v := Verdict{PR: pr.Name, After: pr.After}
@@ -245,6 +270,7 @@ func (k *checker) prepareMaster() (TreeInfo, error) {
 		return TreeInfo{}, fmt.Errorf("base %q: %w", k.Base, err)
 	}
 	info := TreeInfo{Name: "master", Upstream: sha, Commit: sha}
+	k.masterSHA = sha
 	k.master = filepath.Join(k.Work, "master")
 	if err := k.clone(k.master); err != nil {
 		return info, err
@@ -316,6 +342,7 @@ func (k *checker) prepareGo(masterSHA string) (TreeInfo, error) {
 		return TreeInfo{}, err
 	}
 	info := TreeInfo{Name: "go", Upstream: goSHA, Commit: goSHA}
+	k.goSHA = goSHA
 	subject, _ := gitLine(k.Upstream, "log", "-1", "--format=%s", goSHA)
 	fmt.Fprintf(k.Log, "upstream-check: go tree: %s %q merges master %.12s\n", goSHA, subject, masterSHA)
 	k.goTree = filepath.Join(k.Work, "go")
@@ -640,17 +667,115 @@ func (k *checker) row(kind string, pr runscbuild.PR, needs []runscbuild.PR) Resu
 		r.MasterApply.word(), r.Gofmt.word(), r.BazelSrcs.word(), r.OwnTest.word())
 
 	// go: where it must build.
+	r.GoTree = k.goTreeName(append(slices.Clone(needs), pr))
 	r.GoApply = k.apply(k.goTree, k.goBase, "", all, []string{"--exclude=BUILD", "--exclude=*/BUILD"})
 	if !r.GoApply.OK {
 		k.detail(label, "git am on the go tree", r.GoApply.Detail)
 	} else {
+		r.GoCommit, _ = gitLine(k.goTree, "rev-parse", "HEAD")
 		k.goSteps(label, &r)
 		r.Test = k.judgeTests(r.Test)
+		if r.Test.Ran {
+			r.Tests = k.counts
+			r.OwnTests, r.Own = k.judgeOwnTests(len(pr.Patches))
+			fmt.Fprintf(k.Log, "upstream-check: %s: own tests %s\n", label, r.OwnTests.word())
+		}
+		if kind == "alone" && r.Build.OK {
+			r.Mutants, r.Mutated = k.mutationsStep(label, pr, &r)
+		}
 	}
 	r.Seconds = time.Since(start).Seconds()
-	fmt.Fprintf(k.Log, "upstream-check: %s: go %.12s: am %s build %s vet %s test %s (%.0fs)\n", label, k.goBase,
-		r.GoApply.word(), r.Build.word(), r.Vet.word(), r.Test.word(), r.Seconds)
+	fmt.Fprintf(k.Log, "upstream-check: %s: go %.12s: am %s build %s vet %s test %s own-tests %s mutations %s (%.0fs)\n", label, k.goBase,
+		r.GoApply.word(), r.Build.word(), r.Vet.word(), r.Test.word(), r.OwnTests.word(), r.Mutants.word(), r.Seconds)
 	return r
+}
+
+// goTreeName names a row's go tree: the go branch's commit, master's
+// tests, the pull requests applied.
+func (k *checker) goTreeName(prs []runscbuild.PR) string {
+	name := fmt.Sprintf("go branch %.9s", k.goSHA)
+	if k.goBase != k.goSHA {
+		name += fmt.Sprintf(" + master %.9s's tests", k.masterSHA)
+	}
+	for _, p := range prs {
+		name += " + " + p.Name
+	}
+	return name
+}
+
+// judgeOwnTests is the own-tests step of a row whose test step ran: the
+// test functions that the last own patches applied to the go tree add or
+// change, and what they did.
+func (k *checker) judgeOwnTests(own int) (Step, []Own) {
+	if k.hard {
+		return Step{}, nil
+	}
+	names, err := k.ownTests(fmt.Sprintf("HEAD~%d", own))
+	if err != nil {
+		return Step{Ran: true, Note: "finding its own tests: " + firstLine(err.Error()), Detail: err.Error()}, nil
+	}
+	return judgeOwn(names, k.ran, k.counts)
+}
+
+// mutationsStep is the mutations step of the row of pr alone.
+func (k *checker) mutationsStep(label string, pr runscbuild.PR, r *Result) (Step, *Mutated) {
+	list := k.mutations[pr.Name]
+	switch {
+	case list == nil:
+		return Step{Ran: true, OK: true, Note: "no mutations listed"}, nil
+	case !r.Test.Ran:
+		return Step{Ran: true, Note: fmt.Sprintf("%s lists mutations, but no unit test runs to catch them", list.name)}, nil
+	case !r.Test.OK || !r.OwnTests.OK:
+		// Not run, and the row fails already.
+		return Step{Note: "not run: its unit tests did not pass"}, nil
+	}
+	fmt.Fprintf(k.Log, "upstream-check: %s: %d mutations of %s, each alone\n", label, list.blocks, list.name)
+	m := k.mutate(label, list, r)
+	s := m.Step()
+	fmt.Fprintf(k.Log, "upstream-check: %s: mutations %s (%.0fs)\n", label, s.word(), m.Seconds)
+	return s, m
+}
+
+// readMutationLists reads every pull request's mutation list, if any. A
+// list with malformed blocks is kept with its errors: they fail its pull
+// request, not the check.
+func readMutationLists(s *runscbuild.Series) (map[string]*mutationList, error) {
+	out := map[string]*mutationList{}
+	for _, pr := range s.PRs {
+		name := path.Join(filepath.Base(s.Dir), pr.Name, runscbuild.MutationsFile)
+		ms, data, err := pr.Mutations(name)
+		if data == nil && err != nil {
+			return nil, err
+		}
+		if data == nil {
+			continue
+		}
+		sum := sha256.Sum256(data)
+		l := &mutationList{name: name, sha256: hex.EncodeToString(sum[:]), mutations: ms, blocks: len(ms)}
+		for _, e := range unjoin(err) {
+			var me *runscbuild.MutationError
+			if !errors.As(e, &me) {
+				return nil, e
+			}
+			l.invalid = append(l.invalid, e.Error())
+			if me.Block > 0 {
+				l.blocks++
+			}
+		}
+		out[pr.Name] = l
+	}
+	return out, nil
+}
+
+// unjoin splits an errors.Join error into its errors.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // apply checks out base in dir (on branch, or detached when branch is "")
@@ -725,7 +850,7 @@ func (k *checker) goSteps(label string, r *Result) {
 		k.detail(label, "go vet", r.Vet.Detail)
 		return
 	}
-	r.Test = timed("test "+strings.Join(pkgs, " "), func() Step { return k.test(label, r.Packages) })
+	r.Test = timed("test "+strings.Join(pkgs, " "), func() Step { return k.test(label, r.Packages, testTimeout) })
 	if !r.Test.OK {
 		k.detail(label, "unit tests", r.Test.Detail)
 	}

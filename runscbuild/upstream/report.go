@@ -78,7 +78,11 @@ func (r *Report) Markdown() string {
 				row.res.Seconds, verdict)
 		}
 	}
+	b.WriteString(r.aloneSection())
 	fmt.Fprintf(&b, "\n%d of %d pull requests pass; wall time %.0f s.\n", len(r.Verdicts)-len(r.Failed()), len(r.Verdicts), r.Seconds)
+	if len(r.Only) > 0 {
+		fmt.Fprintf(&b, "Only these pull requests were checked (PRS=): %s.\n", strings.Join(r.Only, " "))
+	}
 	if f := r.Failed(); len(f) > 0 {
 		fmt.Fprintf(&b, "Failing: %s.\n", strings.Join(f, " "))
 	}
@@ -102,4 +106,86 @@ func (r *Report) WriteFiles(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644)
+}
+
+// aloneSection is each pull request alone on the go tree: the tree built,
+// its unit tests as nobody, its own tests, and what its mutations did.
+func (r *Report) aloneSection() string {
+	var b strings.Builder
+	b.WriteString("\n## Each pull request alone on the go tree, as nobody\n\n")
+	fmt.Fprintf(&b, "Own tests: the test functions the pull request adds or changes; it fails when none of them passes as nobody (all skip, or none runs here), or, when it adds or changes none, when no test of the touched packages passes. Mutations: each block of patches/NN-name/mutations applied alone to this tree, the mutated package built and the same unit tests run as nobody (each binary for at most %s); it fails when one survives (no test fails that passes before any patch) or does not compile.\n\n", mutantTimeout)
+	b.WriteString("| PR | tree built (commit) | tests as nobody | own tests | mutations | verdict |\n|---|---|---|---|---|---|\n")
+	for _, v := range r.Verdicts {
+		a := v.Alone
+		tree := a.GoTree
+		if a.GoCommit != "" {
+			tree += fmt.Sprintf(" (`%.12s`)", a.GoCommit)
+		}
+		tests := "-"
+		if a.Test.Ran {
+			tests = fmt.Sprintf("%d passed, %d skipped, %d failed", a.Tests.Passed, a.Tests.Skipped, a.Tests.Failed)
+		}
+		muts := cell(a.Mutants)
+		if a.Mutated != nil {
+			muts = fmt.Sprintf("caught %d of %d", a.Mutated.Caught(), a.Mutated.Blocks)
+			if !a.Mutants.OK {
+				muts = "**" + muts + "**"
+			}
+			for _, m := range a.Mutated.Results {
+				if m.Outcome != Caught {
+					muts += fmt.Sprintf("<br>%s: block %d %s %s", m.Outcome, m.Block, m.File, code(m.Broken))
+				}
+			}
+			if n := len(a.Mutated.Invalid); n > 0 {
+				muts += fmt.Sprintf("<br>%d invalid block(s), below", n)
+			}
+		} else if a.Mutants.OK || (!a.Mutants.Ran && a.Mutants.Note != "") {
+			muts = a.Mutants.Note
+		}
+		verdict := "PASS"
+		if !a.OK() {
+			verdict = "**FAIL**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", v.PR, esc(tree), tests, cell(a.OwnTests), esc(muts), verdict)
+	}
+	for _, v := range r.Verdicts {
+		m := v.Alone.Mutated
+		if m == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "\n### %s: %s (`%.12s`), caught %d of %d (%.0f s)\n\n", v.PR, m.List, m.SHA256, m.Caught(), m.Blocks, m.Seconds)
+		for _, mu := range m.Results {
+			what := mu.Outcome
+			switch {
+			case mu.Outcome == Caught:
+				what = "caught by " + strings.Join(mu.CaughtBy, ", ")
+			case mu.Note != "":
+				what = "**" + mu.Outcome + "**: " + mu.Note
+			default:
+				what = "**" + mu.Outcome + "**"
+			}
+			fmt.Fprintf(&b, "- block %d, %s: %s → %s: %s\n", mu.Block, mu.File, code(mu.Line), code(mu.Broken), what)
+		}
+		for _, inv := range m.Invalid {
+			fmt.Fprintf(&b, "- **invalid**: %s\n", inv)
+		}
+		if m.Error != "" {
+			fmt.Fprintf(&b, "- **stopped**: %s\n", m.Error)
+		}
+	}
+	return b.String()
+}
+
+// code is a line of Go as inline code, its indentation dropped.
+func code(line string) string {
+	line = strings.TrimSpace(line)
+	if strings.Contains(line, "`") {
+		return "`` " + line + " ``"
+	}
+	return "`" + line + "`"
+}
+
+// esc keeps a table cell one cell.
+func esc(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ")
 }

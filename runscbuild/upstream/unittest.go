@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // NobodySandbox runs a unit test binary where it cannot touch the host's
@@ -36,14 +37,72 @@ var (
 	topFail = regexp.MustCompile(`^--- FAIL: (\S+)`)
 	topPass = regexp.MustCompile(`^--- PASS: (\S+)`)
 	topSkip = regexp.MustCompile(`^--- SKIP: (\S+)`)
+	// A test binary that runs out of time panics and names the tests
+	// still running, one a line, with their time.
+	timedOut     = regexp.MustCompile(`^panic: test timed out after `)
+	stillRunning = regexp.MustCompile(`^\s+(Test\S*) \(\S+\)$`)
 )
 
+// testRun is what a test binary's -test.v output says of its top-level
+// tests.
+type testRun struct {
+	Passed, Skipped, Failed []string
+}
+
+// parseTestOutput reads the top-level tests' outcomes from -test.v output.
+// A test that was running when the binary timed out failed: it is named
+// with " (timed out)".
+func parseTestOutput(out string) testRun {
+	var r testRun
+	timeout := false
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case topFail.MatchString(l):
+			r.Failed = append(r.Failed, topFail.FindStringSubmatch(l)[1])
+		case topPass.MatchString(l):
+			r.Passed = append(r.Passed, topPass.FindStringSubmatch(l)[1])
+		case topSkip.MatchString(l):
+			r.Skipped = append(r.Skipped, topSkip.FindStringSubmatch(l)[1])
+		case timedOut.MatchString(l):
+			timeout = true
+		case timeout && stillRunning.MatchString(l):
+			name := stillRunning.FindStringSubmatch(l)[1]
+			if top, _, _ := strings.Cut(name, "/"); !slices.Contains(r.Failed, top) && !slices.Contains(r.Failed, top+" (timed out)") {
+				r.Failed = append(r.Failed, top+" (timed out)")
+			}
+		}
+	}
+	return r
+}
+
+// status maps each top-level test to "pass", "skip" or "fail".
+func (r testRun) status() map[string]string {
+	m := map[string]string{}
+	for _, t := range r.Passed {
+		m[t] = "pass"
+	}
+	for _, t := range r.Skipped {
+		m[t] = "skip"
+	}
+	for _, t := range r.Failed {
+		t, _, _ = strings.Cut(t, " ")
+		m[t] = "fail"
+	}
+	return m
+}
+
+// testTimeout is each test binary's -test.timeout.
+const testTimeout = 10 * time.Minute
+
 // test compiles each package's unit tests into Work/bin and runs them in
-// the sandbox, in the package's folder. It records the failing tests per
-// package in k.failed (a binary that fails without a FAIL line counts as
-// one failure, "(exit)"); hard is set when a test binary does not compile.
-func (k *checker) test(label string, pkgs []string) Step {
+// the sandbox, in the package's folder, each binary for at most timeout.
+// It records the failing tests per package in k.failed (a binary that
+// fails without a FAIL line counts as one failure, "(exit)"), every top-level
+// test's outcome in k.ran and their sums in k.counts; hard is set when a
+// test binary does not compile.
+func (k *checker) test(label string, pkgs []string, timeout time.Duration) Step {
 	k.failed, k.hard = map[string][]string{}, false
+	k.ran, k.counts = map[string]map[string]string{}, Counts{}
 	if err := os.RemoveAll(k.bin); err != nil {
 		return Step{Ran: true, Note: err.Error(), Detail: err.Error()}
 	}
@@ -86,7 +145,7 @@ func (k *checker) test(label string, pkgs []string) Step {
 			k.hard = true
 			return Step{Ran: true, Note: pkg + ": " + goError(err), Detail: err.Error()}
 		}
-		cmd := exec.Command(bin, "-test.v", "-test.count=1", "-test.timeout=10m")
+		cmd := exec.Command(bin, "-test.v", "-test.count=1", "-test.timeout="+timeout.String())
 		cmd.Dir = filepath.Join(k.goTree, filepath.FromSlash(pkg))
 		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "TEST_TMPDIR="+tmp, "HOME="+tmp)
 		var out bytes.Buffer
@@ -102,26 +161,20 @@ func (k *checker) test(label string, pkgs []string) Step {
 		if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err == nil {
 			_ = os.WriteFile(logFile, out.Bytes(), 0o644)
 		}
-		var pass, skip int
-		var fail []string
-		for _, l := range strings.Split(out.String(), "\n") {
-			switch {
-			case topFail.MatchString(l):
-				fail = append(fail, topFail.FindStringSubmatch(l)[1])
-			case topPass.MatchString(l):
-				pass++
-			case topSkip.MatchString(l):
-				skip++
-			}
-		}
+		res := parseTestOutput(out.String())
+		fail := res.Failed
 		if runErr != nil && len(fail) == 0 {
 			fail = append(fail, "(exit)")
 		}
+		k.ran[pkg] = res.status()
+		k.counts.Passed += len(res.Passed)
+		k.counts.Skipped += len(res.Skipped)
+		k.counts.Failed += len(fail)
 		if len(fail) > 0 {
 			k.failed[pkg] = fail
 			fmt.Fprintf(&detail, "%s (%s, output in %s):\n%s\n", pkg, runErrText(runErr), logFile, failureLines(out.String()))
 		}
-		notes = append(notes, fmt.Sprintf("%s: %d passed, %d skipped, %d failed", pkg, pass, skip, len(fail)))
+		notes = append(notes, fmt.Sprintf("%s: %d passed, %d skipped, %d failed", pkg, len(res.Passed), len(res.Skipped), len(fail)))
 	}
 	s := Step{Ran: true, OK: len(k.failed) == 0, Note: strings.Join(notes, "; "), Detail: detail.String()}
 	if !s.OK {

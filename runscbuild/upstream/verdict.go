@@ -70,9 +70,41 @@ type Result struct {
 	Build   Step `json:"build"`    // go build ./runsc/... and the touched packages
 	Vet     Step `json:"vet"`      // go vet of the touched packages (tests included)
 	Test    Step `json:"test"`     // their unit tests, as nobody, with no host cgroupfs
+	// OwnTests: some test the pull request adds or changes passed as
+	// nobody (when it adds or changes none: some test of the touched
+	// packages did). A pull request whose tests all skip, or that runs
+	// none, fails here.
+	OwnTests Step `json:"own_tests"`
+	// Mutants: the pull request alone only. Each mutation of its list
+	// (patches/NN-name/mutations), applied alone, makes a unit test fail.
+	Mutants Step `json:"mutants"`
+
+	// GoTree names the go tree this row built: "go branch d53e01b47 +
+	// master 3c5eee17d's tests + 05-state-file + 06-state-lock", and
+	// GoCommit is its commit (the last patch applied).
+	GoTree   string   `json:"go_tree,omitempty"`
+	GoCommit string   `json:"go_commit,omitempty"`
+	Tests    Counts   `json:"tests"`               // the top-level unit tests run as nobody
+	Own      []Own    `json:"own,omitempty"`       // the test functions the pull request adds or changes
+	Mutated  *Mutated `json:"mutations,omitempty"` // each mutation's outcome (alone only)
 
 	Packages []string `json:"packages"` // the Go packages it touches
 	Seconds  float64  `json:"seconds"`  // the row's wall time
+}
+
+// Counts sums a test step's top-level tests.
+type Counts struct {
+	Passed  int `json:"passed"`
+	Skipped int `json:"skipped"`
+	Failed  int `json:"failed"`
+}
+
+// Own is one test function a pull request adds or changes, and what it
+// did as nobody: "pass", "skip", "fail", or "not run" (its file is not
+// run here: upstream's test files of a vetted-only package).
+type Own struct {
+	Test   string `json:"test"` // package.TestName
+	Status string `json:"status"`
 }
 
 // OK reports whether the row passed: applied on both trees and every step
@@ -81,7 +113,7 @@ func (r Result) OK() bool {
 	if !r.MasterApply.OK || !r.GoApply.OK {
 		return false
 	}
-	for _, s := range []Step{r.Gofmt, r.BazelSrcs, r.OwnTest, r.Build, r.Vet, r.Test} {
+	for _, s := range []Step{r.Gofmt, r.BazelSrcs, r.OwnTest, r.Build, r.Vet, r.Test, r.OwnTests, r.Mutants} {
 		if s.Ran && !s.OK {
 			return false
 		}
@@ -98,6 +130,12 @@ func (r Result) Summary() string {
 	goTree := "am " + r.GoApply.word()
 	if r.GoApply.OK {
 		goTree += " build " + r.Build.word() + " vet " + r.Vet.word() + " test " + r.Test.word()
+		if r.OwnTests.Ran {
+			goTree += " own-tests " + r.OwnTests.word()
+		}
+		if r.Mutants.Ran {
+			goTree += " mutations " + r.Mutants.word()
+		}
 	}
 	return "master: " + master + "; go: " + goTree
 }

@@ -3,7 +3,7 @@
 // on an upstream checkout, and keeps the committed patches neutral.
 //
 //	upstream series -out DIR [-report report.json] [-allow-unproven] [-author-name N -author-email E]
-//	upstream check -dir GVISOR [-base REV] [-go-ref BRANCH]
+//	upstream check -dir GVISOR [-base REV] [-go-ref BRANCH] [-prs NN-name,...]
 //	upstream neutralize FILE...   # From: placeholder, one Assisted-by trailer
 //	upstream sync                 # WORKSPACE's patch list from patches/series
 //	upstream evidence [MATRIX-FLAG...]  # the matrix run behind the PR.md tables
@@ -31,7 +31,7 @@ import (
 func usage() {
 	fmt.Fprintf(os.Stderr, `usage:
   upstream [-repo DIR] series -out DIR [-report FILE] [-allow-unproven] [-author-name NAME -author-email EMAIL]
-  upstream [-repo DIR] check -dir GVISOR-REPOSITORY [-base REV] [-go-ref BRANCH]
+  upstream [-repo DIR] check -dir GVISOR-REPOSITORY [-base REV] [-go-ref BRANCH] [-prs NN-name,...]
   upstream [-repo DIR] neutralize PATCH-FILE...
   upstream [-repo DIR] sync
   upstream [-repo DIR] evidence [matrix flags, e.g. -modes v2 -jobs 1]
@@ -333,9 +333,10 @@ func cmdCheck(root string, args []string) error {
 	work := fs.String("work", filepath.Join(root, "work", "upstream-check"), "scratch folder for the two trees and the test binaries")
 	out := fs.String("out", filepath.Join(root, "out", "upstream-check"), "folder for report.md and report.json")
 	lockDir := fs.String("build-lock", filepath.Join(root, "work"), "the folder whose build.lock each row's go commands take (make runsc's)")
+	only := fs.String("prs", "", "comma-separated pull requests to check (NN-name,...); default every one")
 	fs.Parse(args)
 	if *dir == "" || fs.NArg() > 0 {
-		return fmt.Errorf("usage: upstream check -dir GVISOR-REPOSITORY [-base REV] [-go-ref BRANCH]")
+		return fmt.Errorf("usage: upstream check -dir GVISOR-REPOSITORY [-base REV] [-go-ref BRANCH] [-prs NN-name,...]")
 	}
 	abs, err := filepath.Abs(*dir)
 	if err != nil {
@@ -360,6 +361,7 @@ func cmdCheck(root string, args []string) error {
 	rep, err := upstream.Check(upstream.CheckConfig{
 		Series: s, Upstream: abs, Base: *base, GoRef: *goRef, Module: m, Work: *work, Log: os.Stderr,
 		Lock: buildLock, Sandbox: upstream.NobodySandbox, VetOnly: upstream.UpstreamVetOnly,
+		Only: splitList(*only),
 	})
 	if err != nil {
 		return err
@@ -377,6 +379,17 @@ func cmdCheck(root string, args []string) error {
 	}
 	fmt.Printf("upstream-check: all %d pull requests pass alone and in order\n", len(rep.Verdicts))
 	return nil
+}
+
+// splitList splits a comma-separated list, dropping empty names.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // defaultReports is where the PR.md tables come from when no report is
