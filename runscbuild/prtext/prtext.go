@@ -8,9 +8,12 @@
 // naming cases (every context of the case) or case[context] (one context).
 // Fill replaces the marker with a markdown table of those cases, one row per
 // case and context, one column per host mode of the run; each cell is the
-// outcome of the "before" runtime (stock runsc) and of the "after" runtime
-// (patched runsc), followed by the reasons the report gives for every cell
-// that is not a pass, and the run it came from.
+// outcome of the "before" runtime (stock runsc), of what the pull request
+// needs, alone, when it needs others, and of the "after" runtime (patched
+// runsc), followed by the reasons the report gives for every cell that is
+// not a pass, and the run it came from. Before the last step a failure the
+// last step passes reads "bug" (the failure that is fixed), not FAIL; a
+// kill storm's pass on fewer than MinKills landed kills says how few.
 //
 // The run is a matrix report.json (ci/cmd/matrix: every host mode) or a
 // conformance report.json (cgconform: this host).
@@ -47,6 +50,9 @@ type Outcome struct {
 	// runtime that report records for its host; nil when it records none.
 	File  string
 	Build *report.Build
+	// Trials sums up the trials of a case run several times (the kill
+	// storms); nil for a case run once.
+	Trials *report.Trials
 }
 
 // Results is a run, flattened.
@@ -181,7 +187,7 @@ func outcomeOf(x report.Result, host string) Outcome {
 		}
 		reason = strings.Join(msgs, "; ")
 	}
-	return Outcome{Case: x.Case, Context: x.Context, Runtime: x.Runtime, Mode: host, Outcome: x.Outcome, Reason: reason}
+	return Outcome{Case: x.Case, Context: x.Context, Runtime: x.Runtime, Mode: host, Outcome: x.Outcome, Reason: reason, Trials: x.Trials}
 }
 
 func fromMatrix(m *report.Matrix) *Results {
@@ -474,6 +480,40 @@ func symbol(outcome report.Outcome) string {
 	return string(outcome)
 }
 
+// Bug is what a cell says, in a step before the last, of a failure where
+// the last step passes: the failure the case expects there, which a later
+// step fixes. FAIL is left for failures nothing in the cell fixes.
+const Bug = "bug"
+
+// MinKills is the fewest trials whose kill landed that a pass of a kill
+// storm (a case with trials) rests on for its cell to say a plain ✓.
+const MinKills = 10
+
+// word is what a cell says of o, the outcome of one step; after is the
+// last step's outcome (the pull request's own build, or the series').
+func word(o Outcome, last bool, after report.Outcome) string {
+	switch {
+	case o.Outcome == Fail && !last && after == Pass:
+		return Bug
+	case tooFewKills(o):
+		return fmt.Sprintf("%s (%s: too few)", symbol(Pass), kills(o.Trials.Killed))
+	}
+	return symbol(o.Outcome)
+}
+
+// tooFewKills tells a pass of a kill storm whose kill landed in fewer
+// than MinKills trials.
+func tooFewKills(o Outcome) bool {
+	return o.Outcome == Pass && o.Trials != nil && o.Trials.Killed < MinKills
+}
+
+func kills(n int) string {
+	if n == 1 {
+		return "1 kill"
+	}
+	return fmt.Sprintf("%d kills", n)
+}
+
 // Table renders the rows sels select, the runtimes of cols per mode (stock
 // → what it needs, alone → the pull request), then the reasons behind every
 // cell that is not a pass and the source line. Every cell it prints is from
@@ -518,10 +558,10 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 	}
 	var table [][]string
 	var warnings []string
-	// A note per runtime, case, outcome and reason, naming its contexts.
+	// A note per runtime, case, cell word and reason, naming its contexts.
 	type noteKey struct {
 		runtime, kase string
-		outcome       report.Outcome
+		word          string
 		reason        string
 	}
 	var noteOrder []noteKey
@@ -529,11 +569,11 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 	// A failure's words differ per mode only in paths, tokens and PIDs: one
 	// note per runtime and case, with the first mode's words and its modes.
 	failModes, failFirst := map[noteKey][]string{}, map[noteKey]string{}
-	note := func(o Outcome, mode string) {
+	note := func(o Outcome, word, mode string) {
 		if o.Outcome == Pass || o.Outcome == Skip || o.Outcome == Missing {
 			return
 		}
-		k := noteKey{o.Runtime, o.Case, o.Outcome, oneLine(o.Reason)}
+		k := noteKey{o.Runtime, o.Case, word, oneLine(o.Reason)}
 		if o.Outcome == Fail {
 			k.reason = ""
 			if _, ok := failFirst[k]; !ok {
@@ -550,19 +590,26 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 			noteContexts[k] = append(noteContexts[k], o.Context)
 		}
 	}
+	storms := false // a cell of a kill storm
 	for _, r := range rows {
 		line := []string{r.String()}
 		for _, mode := range res.Modes {
-			var syms []string
+			a := get(r, cols.After, mode)
+			var words []string
 			for _, rt := range cols.runtimes() {
 				o := get(r, rt, mode)
 				proof.add(o)
-				syms = append(syms, symbol(o.Outcome))
-				note(o, mode)
+				w := word(o, rt == cols.After, a.Outcome)
+				words = append(words, w)
+				note(o, w, mode)
+				storms = storms || o.Trials != nil
 			}
-			line = append(line, strings.Join(syms, " → "))
-			if a := get(r, cols.After, mode); a.Outcome != Pass && a.Outcome != Skip {
+			line = append(line, strings.Join(words, " → "))
+			switch {
+			case a.Outcome != Pass && a.Outcome != Skip:
 				warnings = append(warnings, fmt.Sprintf("%s on %s: %s is %s", r, mode, cols.After, a.Outcome))
+			case tooFewKills(a):
+				warnings = append(warnings, fmt.Sprintf("%s on %s: %s passes on %s, fewer than %d", r, mode, cols.After, kills(a.Trials.Killed), MinKills))
 			}
 		}
 		table = append(table, line)
@@ -587,11 +634,11 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 		if cx := strings.Join(noteContexts[k], ", "); cx != "" {
 			where += " [" + cx + "]"
 		}
-		notes = append(notes, fmt.Sprintf("- %s %s, %s: %s", symbol(k.outcome), where, rt, reason))
+		notes = append(notes, fmt.Sprintf("- %s %s, %s: %s", k.word, where, rt, reason))
 	}
-	afterWhat := "the whole series as built for the run, not this pull request alone"
+	afterWhat, fixer := "the whole series as built for the run, not this pull request alone", "the series"
 	if strings.HasPrefix(cols.After, "runsc-pr-") {
-		afterWhat = "stock runsc with this pull request, on the ones it needs"
+		afterWhat, fixer = "stock runsc with this pull request, on the ones it needs", "this pull request"
 	}
 	if v := res.Versions[cols.After]; v != "" {
 		afterWhat = v + ": " + afterWhat
@@ -614,7 +661,7 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 		fmt.Fprintf(&b, "**Build unproven:** the runs behind this table (%s) do not record which patch each runtime was built from, so its cells may be from an older build of this pull request. `%s` measures them again.\n\n", strings.Join(files, ", "), EvidenceCommand(sels))
 	}
 	b.WriteString(report.MarkdownTable(append([]string{"case [context]"}, res.Modes...), table))
-	fmt.Fprintf(&b, "\nEach cell: %s. ✓ meets every expectation of the case; ✗ does not, a divergence the case file declares (below); FAIL an unexpected failure; – the case does not apply to that mode; ? no record.\n", each)
+	fmt.Fprintf(&b, "\nEach cell: %s. %s\n", each, legend(cols, fixer, storms))
 	if len(unproven) == 0 && len(cols.Want) > 0 {
 		var builds []string
 		for _, rt := range cols.runtimes() {
@@ -631,6 +678,22 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 	}
 	fmt.Fprintf(&b, "\n<sub>Generated by `make upstream-series` from a %s.</sub>\n", res.Source)
 	return b.String(), warnings, nil
+}
+
+// legend says what each word of a cell means in each step: bug only
+// before the last step, FAIL anywhere but unexpected wherever it is; and,
+// when the table has kill storms, how few landed kills a pass is marked at.
+func legend(cols Columns, fixer string, storms bool) string {
+	bug := "bug (first step only) fails as expected, fixed by " + fixer + " (below)"
+	if cols.Needs != "" {
+		bug = "bug (first two steps only) fails as expected, fixed by a later step (" + fixer + ", unless the middle step passes; below)"
+	}
+	s := "✓ meets every expectation of the case; ✗ does not, a divergence the case file declares (below); " + bug +
+		"; FAIL an unexpected failure: in the last step, or before it where the last step does not pass either (below); – the case does not apply to that mode; ? no record."
+	if storms {
+		s += fmt.Sprintf(" ✓ (N kills: too few) a kill storm that passes with its kill landed in fewer than %d trials, too few to count as a pass.", MinKills)
+	}
+	return s
 }
 
 // proof gathers, for a table, the cells whose build is not the one

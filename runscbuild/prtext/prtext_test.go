@@ -197,7 +197,7 @@ func TestTable(t *testing.T) {
 | failed-start [container] | ✗ → ✓ | ? → ? | ? → ? |
 | nested-rollup [host] | – → – | ✗ → ✓ | ? → ? |
 
-Each cell: runsc-stock → runsc-patched (the whole series as built for the run, not this pull request alone). ✓ meets every expectation of the case; ✗ does not, a divergence the case file declares (below); FAIL an unexpected failure; – the case does not apply to that mode; ? no record.
+Each cell: runsc-stock → runsc-patched (the whole series as built for the run, not this pull request alone). ✓ meets every expectation of the case; ✗ does not, a divergence the case file declares (below); bug (first step only) fails as expected, fixed by the series (below); FAIL an unexpected failure: in the last step, or before it where the last step does not pass either (below); – the case does not apply to that mode; ? no record.
 
 Built from: runsc-stock v0.0.0-x, runsc-patched v0.0.0-x+cgpatches.aaaaaaaaaaaa (each patch file's sha256 is in the run's report.json).
 
