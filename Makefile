@@ -67,7 +67,7 @@ kubelet-cpu: deps runsc runsc-prs cgconform clients
 # measured and declared in the cases) and would add 5 minutes each.
 NOSWEEP := ^([^k]|k[^i]|ki[^l]|kil[^l]|kill[^s]|kills[^w])
 conformance: deps runsc cgconform
-	bin/cgconform -cases cases -out out/conformance $(foreach r,runsc-stock runc crun,-runtime-cases '$(r)=$(NOSWEEP)')
+	bin/cgconform -cases cases -out out/conformance $(foreach r,runsc-stock runc crun,-runtime-cases '$(r)=$(NOSWEEP)') $(CONFORMANCE_FLAGS)
 
 # CGCONFORM_ROOT_TESTS=1: the tests that create cgroups and processes
 # (harness/roottest) run too; as non-root they fail rather than skip.
