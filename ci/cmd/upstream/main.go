@@ -361,7 +361,7 @@ func cmdCheck(root string, args []string) error {
 	rep, err := upstream.Check(upstream.CheckConfig{
 		Series: s, Upstream: abs, Base: *base, GoRef: *goRef, Module: m, Work: *work, Log: os.Stderr,
 		Lock: buildLock, Sandbox: upstream.NobodySandbox, VetOnly: upstream.UpstreamVetOnly,
-		Only: splitList(*only),
+		Only: strings.FieldsFunc(*only, func(r rune) bool { return r == ',' || r == ' ' }),
 	})
 	if err != nil {
 		return err
@@ -379,17 +379,6 @@ func cmdCheck(root string, args []string) error {
 	}
 	fmt.Printf("upstream-check: all %d pull requests pass alone and in order\n", len(rep.Verdicts))
 	return nil
-}
-
-// splitList splits a comma-separated list, dropping empty names.
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // defaultReports is where the PR.md tables come from when no report is
