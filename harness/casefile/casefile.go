@@ -51,8 +51,9 @@ type Case struct {
 	// a cgroup turn threaded only while its parent has no populated domain
 	// child and no domain controller enabled, so a step cannot do it later.
 	CallerType string `json:"callerType,omitempty"`
-	// CallerMount "read-only" mounts the delegated pod's cgroup2 read-only,
-	// as a container runtime does for a pod whose cgroup is not delegated.
+	// CallerMount "read-only": every runtime command sees the cgroup
+	// hierarchies read-only, as a container runtime mounts them for a pod
+	// that is not privileged (kubepods-delegated: its pod's cgroup2).
 	CallerMount string `json:"callerMount,omitempty"`
 	// SlowCommand (ctr and kubelet-* contexts): the runtime binary the
 	// client's shim runs sleeps before each run of one command, as it
@@ -574,7 +575,7 @@ var (
 	// SetupActions a setup item may do.
 	SetupActions = []string{"mkdir", "chown", "write", "process"}
 	// Options are runtime-neutral sandbox switches.
-	Options = []string{"systemd-cgroup", "nested-cgroups"}
+	Options = []string{"systemd-cgroup", "nested-cgroups", "ignore-cgroups"}
 	// Relations for Placement.
 	Relations = []string{"beneath", "beside", "caller", "root", "exact", "base"}
 	// Roles of observed processes.
@@ -732,8 +733,10 @@ func (c *Case) Validate() error {
 		if c.CallerMount != "read-only" {
 			return ferr("callerMount", "%q is not supported (known: read-only)", c.CallerMount)
 		}
-		if len(c.Contexts) != 1 || c.Contexts[0] != "kubepods-delegated" {
-			return ferr("callerMount", "only the kubepods-delegated context mounts cgroup2 itself: set contexts: [kubepods-delegated]")
+		for _, cx := range c.CaseContexts() {
+			if !slices.Contains([]string{"host", "container", "kubepods-delegated"}, cx) {
+				return ferr("callerMount", "context %s: only host, container and kubepods-delegated run the runtime in a mount namespace of the harness's: set contexts to those", cx)
+			}
 		}
 	}
 	if sc := c.SlowCommand; sc != nil {

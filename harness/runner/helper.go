@@ -79,7 +79,7 @@ func execInCgroup(args []string) int {
 	fs.Var(&join, "join", "cgroup directory to join (repeatable)")
 	newNS := fs.Bool("new-cgroupns", false, "exec in a new cgroup namespace rooted at the cgroups joined")
 	nsOf := fs.Int("cgroupns-of", 0, "run in the cgroup namespace of this PID and a new mount namespace with its cgroup hierarchies mounted from there")
-	readOnly := fs.Bool("read-only", false, "with -cgroupns-of: mount the cgroup hierarchies read-only, as a pod without cgroup delegation sees them")
+	readOnly := fs.Bool("read-only", false, "run in a new mount namespace where the cgroup hierarchies are read-only, as a pod that is not privileged sees them")
 	mountnsOf := fs.Int("mountns-of", 0, "run in the mount namespace of this PID (through nsenter(1): a Go program cannot setns into a mount namespace once it has threads)")
 	if err := fs.Parse(args); err != nil {
 		return 125
@@ -99,7 +99,7 @@ func execInCgroup(args []string) int {
 	if *mountnsOf != 0 {
 		argv = append([]string{"nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", *mountnsOf), "--"}, argv...)
 	}
-	if !*newNS && *nsOf == 0 {
+	if !*newNS && *nsOf == 0 && !*readOnly {
 		return execve(argv)
 	}
 	// The cgroup namespace is per thread until exec; an exec or a child
@@ -112,9 +112,11 @@ func execInCgroup(args []string) int {
 		}
 		return execve(argv)
 	}
-	if err := enterCgroupns(*nsOf); err != nil {
-		fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: %v\n", err)
-		return 125
+	if *nsOf != 0 {
+		if err := enterCgroupns(*nsOf); err != nil {
+			fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: %v\n", err)
+			return 125
+		}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -124,6 +126,9 @@ func execInCgroup(args []string) int {
 	mountArgs := []string{mountCommand}
 	if *readOnly {
 		mountArgs = append(mountArgs, "--read-only")
+	}
+	if *nsOf == 0 {
+		mountArgs = append(mountArgs, "--bind")
 	}
 	cmd := exec.Command(self, append(append(mountArgs, "--"), argv...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -156,6 +161,13 @@ func mountAndExec(args []string) int {
 		flags |= unix.MS_RDONLY
 		args = args[1:]
 	}
+	// --bind (the caller's own cgroup namespace): remount each mount point
+	// in place. A new cgroup2 mount from the initial namespace would reset
+	// the host's cgroup2 options (nsdelegate) for every namespace.
+	bind := len(args) > 0 && args[0] == "--bind"
+	if bind {
+		args = args[1:]
+	}
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
@@ -170,6 +182,15 @@ func mountAndExec(args []string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cgconform: %v\n", err)
 		return 125
+	}
+	if bind {
+		for _, m := range ms {
+			if err := unix.Mount("", m.point, "", flags|unix.MS_REMOUNT|unix.MS_BIND, ""); err != nil {
+				fmt.Fprintf(os.Stderr, "cgconform: remounting %s: %v\n", m.point, err)
+				return 125
+			}
+		}
+		return execve(args)
 	}
 	// Mounting a hierarchy again on its own mount point fails with EBUSY:
 	// detach the old mounts first, deepest first (this mount namespace is

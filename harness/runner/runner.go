@@ -465,9 +465,9 @@ func (r *Runner) runKilled(ctx context.Context, cs *caseState, in *instance, arg
 	}
 	if cs.cgroupns {
 		helper = append(helper, "--cgroupns-of", fmt.Sprint(cs.nsAnchor))
-		if cs.c.CallerMount == "read-only" {
-			helper = append(helper, "--read-only")
-		}
+	}
+	if cs.c.CallerMount == "read-only" {
+		helper = append(helper, "--read-only")
 	}
 	if in != nil && in.mountns != 0 {
 		helper = append(helper, "--mountns-of", fmt.Sprint(in.mountns))

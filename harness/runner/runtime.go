@@ -146,6 +146,12 @@ func (r *Runtime) GlobalFlags(root, logs string, options []string) (flags []stri
 			} else {
 				notes = append(notes, r.Kind+" has no --nested-cgroups; ran with its default placement")
 			}
+		case "ignore-cgroups":
+			if r.Kind == "runsc" {
+				flags = append(flags, "--ignore-cgroups")
+			} else {
+				notes = append(notes, r.Kind+" has no --ignore-cgroups; ran managing cgroups")
+			}
 		}
 	}
 	return flags, notes
