@@ -10,7 +10,7 @@ export CGO_ENABLED = 0
 # .ci/install-deps puts Go in /usr/local/go-ci when the machine has none.
 export PATH := /usr/local/go/bin:/usr/local/go-ci/bin:$(PATH)
 
-.PHONY: all deps runsc runsc-prs cgconform clients clients-prove clients-vm kubelet-cpu conformance test vet fmt-check fuzz matrix killstorm evidence bench upstream-series upstream-check upstream-tests upstream-sync clean
+.PHONY: all deps runsc dist install runsc-prs cgconform clients clients-prove clients-vm kubelet-cpu conformance test vet fmt-check fuzz matrix killstorm evidence bench upstream-series upstream-check upstream-tests upstream-sync clean
 
 all: runsc cgconform
 
@@ -22,6 +22,24 @@ deps:
 # rebuilt only when that version or a patch changes.
 runsc:
 	$(GO) run ./cmd/build-runsc build
+
+# The release to side-load (README "Use it"): out/dist/runsc-VERSION-
+# linux-amd64.tar.gz (the patched runsc, gVisor's containerd shim built from
+# the same tree, BUILD.json: the gVisor version and every patch's sha256)
+# and out/dist/SHA256SUMS; the same checkout gives the same bytes.
+dist: runsc
+	$(GO) run ./cmd/build-runsc dist
+
+# Installs the release's two binaries into $(DESTDIR)$(PREFIX)/bin, after
+# checking the tarball against SHA256SUMS.
+PREFIX ?= /usr/local
+install: dist
+	cd out/dist && sha256sum --check --quiet SHA256SUMS
+	rm -rf out/dist/unpacked && mkdir -p out/dist/unpacked
+	tar -xzf out/dist/$$(awk '{print $$2}' out/dist/SHA256SUMS) -C out/dist/unpacked
+	cd out/dist/unpacked/* && sha256sum --check --quiet SHA256SUMS
+	install -D -m 0755 out/dist/unpacked/*/runsc "$(DESTDIR)$(PREFIX)/bin/runsc"
+	install -D -m 0755 out/dist/unpacked/*/containerd-shim-runsc-v1 "$(DESTDIR)$(PREFIX)/bin/containerd-shim-runsc-v1"
 
 # bin/runsc-pr-NN-name: stock runsc with one pull request of the series (and
 # the ones it needs), for that pull request's before/after table; for one

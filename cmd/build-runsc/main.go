@@ -11,6 +11,8 @@
 //	build-runsc [-repo DIR] test    # go test the packages the series adds tests to,
 //	                                # then run each of its fuzz targets briefly
 //	build-runsc [-repo DIR] [-fuzztime D] fuzz   # run each fuzz target for D
+//	build-runsc [-repo DIR] dist    # out/dist: the patched runsc and its shim,
+//	                                # a versioned tarball with SHA256SUMS
 package main
 
 import (
@@ -33,7 +35,7 @@ func main() {
 	flag.StringVar(&onlyPR, "pr", "", "prs builds only this pull request's build (NN-name)")
 	flag.DurationVar(&fuzzTime, "fuzztime", 10*time.Second, "how long test and fuzz run each fuzz target of the series")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: build-runsc [-repo DIR] [-pr NN-name] [-fuzztime D] build|prs|test|fuzz\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: build-runsc [-repo DIR] [-pr NN-name] [-fuzztime D] build|prs|test|fuzz|dist\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -163,9 +165,45 @@ func run(repo, verb string) error {
 			return err
 		}
 		return fuzz(tree, pkgs)
+	case "dist":
+		return dist(cfg, m, runscbuild.Flavor{Name: "patched", Patches: patches})
 	default:
-		return fmt.Errorf("unknown verb %q: want build, prs, test or fuzz", verb)
+		return fmt.Errorf("unknown verb %q: want build, prs, test, fuzz or dist", verb)
 	}
+}
+
+// dist builds f's runsc and shim from one tree and writes them, with the
+// runsc stamp as BUILD.json, into out/dist as a tarball named for the
+// version runsc reports; it refuses a runsc that does not report it.
+func dist(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor) error {
+	tree, err := runscbuild.Ensure(cfg, m, f)
+	if err != nil {
+		return err
+	}
+	shim, err := runscbuild.EnsureShim(cfg, m, f, tree)
+	if err != nil {
+		return err
+	}
+	b, err := runscbuild.BuildOf(m, f.Patches)
+	if err != nil {
+		return err
+	}
+	version := runscbuild.VersionString(m, b.Digest)
+	runsc := filepath.Join(cfg.BinDir, "runsc-"+f.Name)
+	out, err := exec.Command(runsc, "--version").Output()
+	if err != nil || !strings.Contains(string(out), "runsc version "+version+"\n") {
+		return fmt.Errorf("%s --version does not say %s (%v): %s; make runsc rebuilds it", runsc, version, err, out)
+	}
+	tarball, err := runscbuild.Dist(filepath.Join(cfg.RepoRoot, "out", "dist"), "runsc-"+version+"-linux-amd64", []runscbuild.DistFile{
+		{Name: "runsc", Path: runsc, Mode: 0o755},
+		{Name: runscbuild.ShimName, Path: shim, Mode: 0o755},
+		{Name: "BUILD.json", Path: runsc + ".stamp", Mode: 0o644},
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "build-runsc: wrote %s and out/dist/SHA256SUMS\n", tarball)
+	return nil
 }
 
 // ensurePR builds f, made of the pull requests prs, and its shim when one
