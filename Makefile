@@ -41,8 +41,8 @@ cgconform:
 # changes.
 KUBELET ?= 1
 clients: runsc
-	$(GO) run ./clients/cmd/cgclients build -kubelet=$(if $(filter 0,$(KUBELET)),false,true)
-	$(GO) build -o bin/cgclients ./clients/cmd/cgclients
+	$(GO) run ./cmd/cgclients build -kubelet=$(if $(filter 0,$(KUBELET)),false,true)
+	$(GO) build -o bin/cgclients ./cmd/cgclients
 
 # Drive them on this host (below a test cgroup) / in a systemd-v2 VM.
 clients-prove: clients
