@@ -10,7 +10,7 @@ export CGO_ENABLED = 0
 # .ci/install-deps puts Go in /usr/local/go-ci when the machine has none.
 export PATH := /usr/local/go/bin:/usr/local/go-ci/bin:$(PATH)
 
-.PHONY: all deps runsc runsc-prs cgconform clients clients-prove clients-vm kubelet-cpu conformance test vet fmt-check fuzz matrix killstorm evidence bench upstream-series upstream-check upstream-tests upstream-sync clean
+.PHONY: all deps runsc runsc-prs cgconform clients clients-prove clients-vm kubelet-cpu conformance test vet fmt-check actionlint fuzz matrix killstorm evidence bench upstream-series upstream-check upstream-tests upstream-sync clean
 
 all: runsc cgconform
 
@@ -71,7 +71,7 @@ conformance: deps runsc cgconform
 
 # CGCONFORM_ROOT_TESTS=1: the tests that create cgroups and processes
 # (harness/roottest) run too; as non-root they fail rather than skip.
-test: deps vet fmt-check
+test: deps vet fmt-check actionlint
 	CGCONFORM_ROOT_TESTS=1 $(GO) test -count=1 ./...
 	$(GO) run ./cmd/build-runsc test
 
@@ -82,6 +82,13 @@ vet:
 fmt-check:
 	@out=$$(git ls-files -z '*.go' | xargs -0 gofmt -l); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# The GitHub Actions workflow (ci/github/, copied to .github/workflows/ in a
+# fork) checked by actionlint, pinned in go.mod's tool block; it looks in
+# .github/workflows/ by itself, so the file is named. It runs shellcheck on
+# the run: scripts when shellcheck is on PATH.
+actionlint:
+	$(GO) tool actionlint ci/github/matrix.yml
 
 # The series' fuzz targets, each for FUZZTIME (make test runs them for 10s).
 FUZZTIME ?= 10m
