@@ -10,7 +10,7 @@ export CGO_ENABLED = 0
 # .ci/install-deps puts Go in /usr/local/go-ci when the machine has none.
 export PATH := /usr/local/go/bin:/usr/local/go-ci/bin:$(PATH)
 
-.PHONY: all deps runsc dist install runsc-prs cgconform clients clients-prove clients-vm kubelet-cpu conformance test vet fmt-check fuzz matrix killstorm evidence bench upstream-series upstream-check upstream-tests upstream-sync clean
+.PHONY: all deps runsc dist install runsc-prs cgconform clients clients-prove clients-vm kubelet-cpu conformance test vet fmt-check actionlint fuzz matrix matrix-shard killstorm evidence bench upstream-series upstream-check upstream-tests upstream-sync clean
 
 all: runsc cgconform
 
@@ -59,8 +59,8 @@ cgconform:
 # changes.
 KUBELET ?= 1
 clients: runsc
-	$(GO) run ./clients/cmd/cgclients build -kubelet=$(if $(filter 0,$(KUBELET)),false,true)
-	$(GO) build -o bin/cgclients ./clients/cmd/cgclients
+	$(GO) run ./cmd/cgclients build -kubelet=$(if $(filter 0,$(KUBELET)),false,true)
+	$(GO) build -o bin/cgclients ./cmd/cgclients
 
 # Drive them on this host (below a test cgroup) / in a systemd-v2 VM.
 clients-prove: clients
@@ -89,7 +89,7 @@ conformance: deps runsc cgconform
 
 # CGCONFORM_ROOT_TESTS=1: the tests that create cgroups and processes
 # (harness/roottest) run too; as non-root they fail rather than skip.
-test: deps vet fmt-check
+test: deps vet fmt-check actionlint
 	CGCONFORM_ROOT_TESTS=1 $(GO) test -count=1 ./...
 	$(GO) run ./cmd/build-runsc test
 
@@ -101,6 +101,13 @@ fmt-check:
 	@out=$$(git ls-files -z '*.go' | xargs -0 gofmt -l); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# The GitHub Actions workflow (ci/github/, copied to .github/workflows/ in a
+# fork) checked by actionlint, pinned in go.mod's tool block; it looks in
+# .github/workflows/ by itself, so the file is named. It runs shellcheck on
+# the run: scripts when shellcheck is on PATH.
+actionlint:
+	$(GO) tool actionlint ci/github/matrix.yml
+
 # The series' fuzz targets, each for FUZZTIME (make test runs them for 10s).
 FUZZTIME ?= 10m
 fuzz: deps
@@ -110,6 +117,18 @@ fuzz: deps
 # payload carries the real clients (make clients) for the client cases.
 matrix: deps runsc cgconform clients
 	$(GO) run ./ci/cmd/matrix -modes "$(MODES)" -out out/matrix $(MATRIX_FLAGS)
+
+# One job of the GitHub Actions matrix (ci/github/matrix.yml): the cases of
+# shard SHARD (ci/github/shards.txt) for one runtime, RUNTIME (runsc-patched
+# or runsc-stock from the payload, or runc or crun from the guest's Debian),
+# in the modes of MODES; e.g. make matrix-shard MODES=v2 RUNTIME=runc
+# SHARD=runtime. It runs with the bin/ at hand, built by make runsc
+# cgconform clients (the workflow's build job) and not rebuilt here; reports
+# in out/matrix-SHARD-RUNTIME.
+matrix-shard: deps
+	@test -n "$(RUNTIME)" -a -n "$(SHARD)" || { echo "usage: make matrix-shard MODES=mode RUNTIME=runsc-patched|runsc-stock|runc|crun SHARD=name (ci/github/shards.txt) [MATRIX_FLAGS=...]"; exit 2; }
+	$(GO) run ./ci/cmd/matrix -modes "$(MODES)" -out out/matrix-$(SHARD)-$(RUNTIME) -shard $(SHARD) \
+		-runtimes $(if $(filter runsc-%,$(RUNTIME)),$(RUNTIME)=/payload/bin/$(RUNTIME),$(RUNTIME)) $(MATRIX_FLAGS)
 
 # The kill storms (cases/killstorm-*: create and start, empty and relative
 # paths, a create into a caller's leaf) at KILLSTORM_TRIALS trials each,

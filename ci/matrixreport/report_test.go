@@ -172,10 +172,22 @@ func TestReportJSONRoundTrip(t *testing.T) {
 }
 
 func TestMerge(t *testing.T) {
-	a := &report.Matrix{Kernel: "k", Accel: "kvm", Hosts: []report.HostRun{{Host: mode.HostV1, Status: report.TimedOut}}}
-	b := &report.Matrix{Kernel: "k", Accel: "kvm", Hosts: []report.HostRun{{Host: mode.HostV2, Status: report.Reported}, {Host: mode.HostV1, Status: report.Reported}}}
-	got := report.MergeMatrices(a, b)
-	want := &report.Matrix{Schema: report.MatrixSchema, Kernel: "k", Accel: "kvm", Hosts: []report.HostRun{{Host: mode.HostV1, Status: report.Reported}, {Host: mode.HostV2, Status: report.Reported}}}
+	res := func(c, rt string, o report.Outcome) report.Result {
+		return report.Result{Case: c, Context: "host", Runtime: rt, Outcome: o}
+	}
+	// The CI jobs of v1: runc's shard timed out after one result; runsc's
+	// shard passed; runc's shard again (a rerun) passed. And one of v2.
+	a := &report.Matrix{Kernel: "k", Accel: "kvm", Hosts: []report.HostRun{{Host: mode.HostV1, Status: report.TimedOut, Problem: "time limit", WallSeconds: 10,
+		Results: []report.Result{res("a", "runc", report.Fail)}}}}
+	b := &report.Matrix{Kernel: "k", Accel: "kvm", Hosts: []report.HostRun{{Host: mode.HostV2, Status: report.Reported}, {Host: mode.HostV1, Status: report.Reported, WallSeconds: 5,
+		Results: []report.Result{res("a", "runsc-patched", report.Pass), res("b", "runsc-patched", report.Pass)}, Summary: map[report.Outcome]int{report.Pass: 2}}}}
+	c := &report.Matrix{Hosts: []report.HostRun{{Host: mode.HostV1, Status: report.Reported, Results: []report.Result{res("a", "runc", report.Pass)}}}}
+	got := report.MergeMatrices(a, b, c)
+	want := &report.Matrix{Schema: report.MatrixSchema, Kernel: "k", Accel: "kvm", Hosts: []report.HostRun{
+		{Host: mode.HostV1, Status: report.TimedOut, Problem: "time limit", WallSeconds: 15,
+			Results: []report.Result{res("a", "runc", report.Pass), res("a", "runsc-patched", report.Pass), res("b", "runsc-patched", report.Pass)},
+			Summary: report.Count([]report.Result{res("a", "runc", report.Pass), res("a", "runsc-patched", report.Pass), res("b", "runsc-patched", report.Pass)})},
+		{Host: mode.HostV2, Status: report.Reported}}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Merge (-want +got):\n%s", d)
 	}

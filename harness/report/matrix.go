@@ -188,8 +188,12 @@ func (h *HostRun) unexpected() []string {
 	return bad
 }
 
-// MergeMatrices joins matrices of separate runs (one per CI job and host)
-// in the order given; a later run of the same host replaces an earlier one.
+// MergeMatrices joins matrices of separate runs (the CI jobs: one host
+// mode, one runtime, one shard of the cases each) in the order given. Runs
+// of the same host become one: their results together, a later result of
+// the same case, context and runtime replacing an earlier one (a job run
+// again); the first status other than Reported with its problem and
+// console; the seconds added up (each job's own VM).
 func MergeMatrices(ms ...*Matrix) *Matrix {
 	out := &Matrix{Schema: MatrixSchema}
 	idx := map[mode.Host]int{}
@@ -202,7 +206,7 @@ func MergeMatrices(ms ...*Matrix) *Matrix {
 		}
 		for _, h := range m.Hosts {
 			if i, ok := idx[h.Host]; ok {
-				out.Hosts[i] = h
+				out.Hosts[i].join(h)
 				continue
 			}
 			idx[h.Host] = len(out.Hosts)
@@ -210,6 +214,60 @@ func MergeMatrices(ms ...*Matrix) *Matrix {
 		}
 	}
 	return out
+}
+
+// join adds the run o of the same host to h (MergeMatrices).
+func (h *HostRun) join(o HostRun) {
+	if h.Status == Reported && o.Status != Reported {
+		h.Status, h.Problem, h.RunningCase, h.ConsoleTail = o.Status, o.Problem, o.RunningCase, o.ConsoleTail
+	} else if o.Problem != "" && o.Problem != h.Problem {
+		h.Problem = strings.TrimPrefix(h.Problem+"; "+o.Problem, "; ")
+	}
+	if o.HarnessExit != nil && (h.HarnessExit == nil || *h.HarnessExit == 0) {
+		h.HarnessExit = o.HarnessExit
+	}
+	h.ImageSeconds += o.ImageSeconds
+	h.PayloadSeconds += o.PayloadSeconds
+	h.BootSeconds += o.BootSeconds
+	h.WallSeconds += o.WallSeconds
+	h.CPUSeconds += o.CPUSeconds
+	if h.About == "" {
+		h.About = o.About
+	}
+	if h.Tool == "" {
+		h.Tool = o.Tool
+	}
+	if h.CgroupMode == "" {
+		h.CgroupMode = o.CgroupMode
+	}
+	if o.LastDone != "" {
+		h.LastDone = o.LastDone
+	}
+	h.Partial = h.Partial || o.Partial
+	h.Attempt = max(h.Attempt, o.Attempt)
+	h.Earlier = append(h.Earlier, o.Earlier...)
+	for name, b := range o.Builds {
+		if h.Builds == nil {
+			h.Builds = map[string]Build{}
+		}
+		h.Builds[name] = b
+	}
+	at := map[string]int{}
+	key := func(r Result) string { return r.Case + "\x00" + r.Context + "\x00" + r.Runtime }
+	for i, r := range h.Results {
+		at[key(r)] = i
+	}
+	for _, r := range o.Results {
+		if i, ok := at[key(r)]; ok {
+			h.Results[i] = r
+			continue
+		}
+		at[key(r)] = len(h.Results)
+		h.Results = append(h.Results, r)
+	}
+	if h.Summary != nil || o.Summary != nil {
+		h.Summary = Count(h.Results)
+	}
 }
 
 // oneLine is s on one line, cut to at most n bytes on a rune boundary

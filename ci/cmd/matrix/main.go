@@ -59,7 +59,23 @@ func main() {
 	flag.StringVar(&o.command, "command", "", "a shell script each VM runs instead of the harness (trying things by hand: the payload's bin/ is on its PATH, what it writes to $CGM_OUT comes back in OUT/MODE)")
 	flag.StringVar(&o.bins, "bins", "", "more files of -bin the VMs get in /payload/bin, comma-separated (the test binaries of upstream tests)")
 	flag.StringVar(&o.merge, "merge", "", "merge the report.json files of earlier runs (comma-separated folders) into -out, boot nothing")
+	flag.StringVar(&o.shard, "shard", "", "run the cases of this shard of -shards (its -run and -skip): one job of the GitHub Actions workflow (make matrix-shard)")
+	flag.StringVar(&o.shards, "shards", defaultShards, "the shard file: one shard a line, \"name run-regexp [skip-regexp]\"")
+	listShards := flag.Bool("list-shards", false, "print the names of -shards as a JSON array (the workflow's matrix) and exit")
 	flag.Parse()
+	if *listShards {
+		names, err := shardNamesJSON(o.shards)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "matrix: %v\n", err)
+			os.Exit(2)
+		}
+		fmt.Println(names)
+		return
+	}
+	if err := applyShard(&o); err != nil {
+		fmt.Fprintf(os.Stderr, "matrix: %v\n", err)
+		os.Exit(2)
+	}
 	o.quiet = !o.console
 	if flag.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "matrix: unexpected arguments %q; see -help\n", flag.Args())
@@ -108,6 +124,7 @@ type options struct {
 	jobs, cpus, mem                                           int
 	standin, quiet, console                                   bool
 	merge, command, bins                                      string
+	shard, shards                                             string
 }
 
 // merge joins the reports of runs made elsewhere (the CI jobs of each mode).
