@@ -623,9 +623,11 @@ type caseState struct {
 	insts     map[string][]*instance
 	order     []*instance
 	baseline  map[string]bool
-	mu        sync.Mutex
-	logN      int
-	vars      map[string]string
+	// wholeInput: the table input under way requires throwaway (wholeTree).
+	wholeInput bool
+	mu         sync.Mutex
+	logN       int
+	vars       map[string]string
 }
 
 // vals are the values of the variables in a text about instance in (nil:

@@ -304,3 +304,33 @@ func TestStrayState(t *testing.T) {
 		t.Errorf("strayState (-want +got):\n%s", diff)
 	}
 }
+
+// A throwaway case's snapshots hold the whole of every hierarchy, so a
+// level a runtime made at the real root that names nothing of the run
+// (/system.slice in a v1 hierarchy systemd does not manage) is left
+// behind, not only the scope in it (issue 47 item 1); elsewhere they hold
+// what names the run.
+func TestSnapshotWholeWhenThrowaway(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		requires []string
+		want     []string
+	}{
+		{"shared host", nil, []string{"pids:/system.slice/x-cgc0fake-a.scope"}},
+		{"throwaway", []string{"throwaway"}, []string{"pids:/system.slice", "pids:/system.slice/x-cgc0fake-a.scope"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCase(t, mode.Hybrid, "  - {do: check, check: {nothingLeft: true}}")
+			f.cs.c.Requires = tc.requires
+			f.mkdir(t, "/user.slice")
+			before := f.r.snapshot(f.cs)
+			if err := os.MkdirAll(f.r.host.Hierarchies[1].Dir("/system.slice/x-cgc0fake-a.scope"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			added, removed := diffSets(before, f.r.snapshot(f.cs))
+			if diff := cmp.Diff(tc.want, added); diff != "" || removed != nil {
+				t.Errorf("added (-want +got):\n%s\nremoved: %v", diff, removed)
+			}
+		})
+	}
+}
