@@ -80,6 +80,9 @@ type Case struct {
 
 	// File is the case file the case was read from.
 	File string `json:"-"`
+	// Warnings are what validation accepts but doubts ("file:line: field:
+	// why"): -validate and a run print them.
+	Warnings []string `json:"-"`
 	// lines maps field paths ("steps[2].check") to their line in File.
 	lines map[string]int
 }
@@ -671,6 +674,12 @@ func parse(b []byte, file string) (*Case, error) {
 			return nil, fmt.Errorf("%s%w", prefix(fe.Field), err)
 		}
 		return nil, fmt.Errorf("%s%w", prefix(""), err)
+	}
+	for i, st := range c.Steps {
+		if e := st.Expect; e != nil && e.Fail && e.Output == "" {
+			f := fmt.Sprintf("steps[%d].expect", i)
+			c.Warnings = append(c.Warnings, prefix(f)+f+": fail: true without output passes on any failure, for any reason; add output: (a substring of what the runtime prints for the reason the case means)")
+		}
 	}
 	return &c, nil
 }

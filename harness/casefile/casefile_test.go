@@ -248,6 +248,29 @@ func TestParseBad(t *testing.T) {
 	}
 }
 
+// fail: true without output is accepted with a warning naming its line
+// (issue 47 item 2): it passes on a failure for any reason.
+func TestWarnFailWithoutOutput(t *testing.T) {
+	for _, tc := range []struct {
+		name, expect string
+		want         []string
+	}{
+		{"fail alone", "{fail: true}", []string{":18: steps[2].expect: fail: true without output passes on any failure, for any reason; add output: (a substring of what the runtime prints for the reason the case means)"}},
+		{"fail with output", "{fail: true, output: refused}", nil},
+		{"exit 0", "{within: 1.5s}", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(strings.Replace(good, "expect: {within: 1.5s}", "expect: "+tc.expect, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, c.Warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // A case that requires throwaway may name the real root (issue 47 item 1).
 func TestRootPathsThrowaway(t *testing.T) {
 	src := strings.NewReplacer("v1-controllers]", "v1-controllers, throwaway]",
