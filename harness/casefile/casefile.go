@@ -534,6 +534,10 @@ type Divergence struct {
 	// diverges only inside a cgroup namespace is still held to the case
 	// everywhere else.
 	Contexts []string `json:"contexts,omitempty"`
+	// Passes records a measured pass instead (the reason says where and
+	// when): it covers no failure and is never stale, so -strict holds the
+	// runtime to the case there, and the pass keeps its measurement.
+	Passes bool `json:"passes,omitempty"`
 }
 
 // Duration is a time.Duration written as "1.5s" in case files.
@@ -960,6 +964,9 @@ func (c *Case) Validate() error {
 		}
 		if strings.TrimSpace(d.Reason) == "" {
 			return ferr(f+".reason", "missing; an expected divergence must say why")
+		}
+		if d.Passes && len(d.Steps) > 0 {
+			return ferr(f+".steps", "a measured pass (passes: true) covers no step: say where and when it passed in reason, and scope it with modes and contexts")
 		}
 		for j, s := range d.Steps {
 			if !stepIDs[s] {
@@ -1531,7 +1538,7 @@ func (d *Divergence) AppliesTo(runtime string, m mode.Cgroup, context string) bo
 // Covers reports whether d covers a failure of step on runtime in mode and
 // context.
 func (d *Divergence) Covers(runtime string, m mode.Cgroup, context, step string) bool {
-	return d.AppliesTo(runtime, m, context) && (len(d.Steps) == 0 || slices.Contains(d.Steps, step))
+	return !d.Passes && d.AppliesTo(runtime, m, context) && (len(d.Steps) == 0 || slices.Contains(d.Steps, step))
 }
 
 // fieldLines maps every field path of a YAML document ("steps[2].check",

@@ -125,6 +125,8 @@ func TestParseBad(t *testing.T) {
 		{"spec on a delete", "{do: delete-force, sandbox: a, expect|{do: delete-force, sandbox: a, spec: {hostname: h}, expect", "steps[2].spec: only create and run take a spec of their own"},
 		{"divergence for patched", "runtime: runsc-stock|runtime: runsc-patched", "divergences[0].runtime: runsc-patched must meet every expectation"},
 		{"divergence without reason", "reason: because|reason: \"\"", "divergences[0].reason: missing"},
+		{"measured pass", "steps: [placed]}|steps: [placed]}\n  - {runtime: runc, modes: [hybrid], passes: true, reason: \"on the hybrid build host\"}", ""},
+		{"measured pass of a step", "steps: [placed]}|steps: [placed]}\n  - {runtime: runc, passes: true, steps: [placed], reason: x}", ":21: divergences[1].steps: a measured pass (passes: true) covers no step"},
 		{"divergence unknown step", "steps: [placed]|steps: [nope]", `divergences[0].steps[0]: no step with id "nope"`},
 		{"bad duration", "within: 1.5s|within: soon", "time: invalid duration"},
 		{"unknown field has a line", "sandboxes:|sandbxes:", `:7: sandbxes: unknown field "sandbxes" (known: name, purpose,`},

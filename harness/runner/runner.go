@@ -863,7 +863,8 @@ func (r *Runner) refusal(cs *caseState) string {
 
 // decide turns failures and declared divergences into the outcome. A
 // divergence declared for this runtime, mode and context that covers no
-// failure is stale: a note, or with -strict a failure of its own.
+// failure is stale: a note, or with -strict a failure of its own. A
+// measured pass (passes: true) is the pass's note.
 func (r *Runner) decide(cs *caseState) {
 	res := cs.res
 	used := make([]bool, len(cs.c.Divergences))
@@ -884,9 +885,13 @@ func (r *Runner) decide(cs *caseState) {
 			unexpected++
 		}
 	}
-	var stale []string
+	var stale, passes []string
 	for j, d := range cs.c.Divergences {
-		if !used[j] && d.AppliesTo(cs.rt.Name, r.mode(), cs.cx) {
+		switch {
+		case !d.AppliesTo(cs.rt.Name, r.mode(), cs.cx):
+		case d.Passes:
+			passes = append(passes, "measured passing: "+d.Reason)
+		case !used[j]:
 			stale = append(stale, "declared divergence not observed: "+d.Reason)
 		}
 	}
@@ -902,7 +907,7 @@ func (r *Runner) decide(cs *caseState) {
 	case len(res.Failures) > 0:
 		res.Outcome, res.Reason = report.Divergence, strings.Join(reasons, " / ")
 	default:
-		res.Outcome, res.Reason = report.Pass, strings.Join(stale, " / ")
+		res.Outcome, res.Reason = report.Pass, strings.Join(append(passes, stale...), " / ")
 	}
 }
 
