@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
+	"github.com/runsc-cgroups/cgconform/harness/check"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/report"
@@ -332,5 +333,36 @@ func TestSnapshotWholeWhenThrowaway(t *testing.T) {
 				t.Errorf("added (-want +got):\n%s\nremoved: %v", diff, removed)
 			}
 		})
+	}
+}
+
+// strace's notes about its own tracees are not the runtime's output
+// (issue 47 item 4); its other lines, and the runtime's, stay.
+func TestWithoutStraceNoise(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"delayed wait data", "/usr/bin/strace: dispatch_event: pid 14157 has delayed wait data set already\ncreating container: x\n", "creating container: x\n"},
+		{"bare name, unknown pid", "strace: Exit of unknown pid 7 ignored\nok", "ok"},
+		{"strace cannot run it", "/usr/bin/strace: exec: No such file or directory\n", "/usr/bin/strace: exec: No such file or directory\n"},
+		{"the runtime's own", "dispatch_event: pid 1 has delayed wait data set already\n", "dispatch_event: pid 1 has delayed wait data set already\n"},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, withoutStraceNoise(tc.in)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A step's error lists its misses joined with "; ", never beginning with
+// one (issue 47 item 4).
+func TestExpectJoinsErrors(t *testing.T) {
+	cs := &caseState{res: &report.Result{}}
+	st := &casefile.Step{ID: "refused", Expect: &casefile.Expect{Fail: true, Output: "refused"}}
+	var rec report.Step
+	(&Runner{}).expect(cs, st, "a: ", check.Command{Output: "created\n"}, &rec)
+	want := `exited 0, want a failure; output lacks "refused": created`
+	if rec.Error != want {
+		t.Errorf("error %q, want %q", rec.Error, want)
 	}
 }
