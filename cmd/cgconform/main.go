@@ -120,8 +120,15 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "cgconform: %v\n", err)
 		return 2
 	}
+	warnings := 0
+	for _, c := range cases {
+		for _, w := range c.Warnings {
+			fmt.Fprintf(os.Stderr, "cgconform: warning: %s\n", w)
+			warnings++
+		}
+	}
 	if *validate {
-		fmt.Printf("%d case files valid\n", len(cases))
+		fmt.Printf("%d case files valid, %d warnings\n", len(cases), warnings)
 		return 0
 	}
 	var matrixHost mode.Host

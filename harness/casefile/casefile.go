@@ -81,6 +81,9 @@ type Case struct {
 
 	// File is the case file the case was read from.
 	File string `json:"-"`
+	// Warnings are what validation accepts but doubts ("file:line: field:
+	// why"): -validate and a run print them.
+	Warnings []string `json:"-"`
 	// lines maps field paths ("steps[2].check") to their line in File.
 	lines map[string]int
 }
@@ -532,6 +535,10 @@ type Divergence struct {
 	// diverges only inside a cgroup namespace is still held to the case
 	// everywhere else.
 	Contexts []string `json:"contexts,omitempty"`
+	// Passes records a measured pass instead (the reason says where and
+	// when): it covers no failure and is never stale, so -strict holds the
+	// runtime to the case there, and the pass keeps its measurement.
+	Passes bool `json:"passes,omitempty"`
 }
 
 // Duration is a time.Duration written as "1.5s" in case files.
@@ -641,8 +648,13 @@ func parse(b []byte, file string) (*Case, error) {
 	lines := fieldLines(&doc)
 	prefix := func(field string) string {
 		where := file
-		if n, ok := lines[field]; ok {
-			where = fmt.Sprintf("%s:%d", file, n)
+		// A field the file leaves out (an implied cgroupsPath) is at its
+		// nearest written parent.
+		for f := field; f != ""; f = f[:max(strings.LastIndexAny(f, ".["), 0)] {
+			if n, ok := lines[f]; ok {
+				where = fmt.Sprintf("%s:%d", file, n)
+				break
+			}
 		}
 		if where == "" {
 			return ""
@@ -667,6 +679,12 @@ func parse(b []byte, file string) (*Case, error) {
 			return nil, fmt.Errorf("%s%w", prefix(fe.Field), err)
 		}
 		return nil, fmt.Errorf("%s%w", prefix(""), err)
+	}
+	for i, st := range c.Steps {
+		if e := st.Expect; e != nil && e.Fail && e.Output == "" {
+			f := fmt.Sprintf("steps[%d].expect", i)
+			c.Warnings = append(c.Warnings, prefix(f)+f+": fail: true without output passes on any failure, for any reason; add output: (a substring of what the runtime prints for the reason the case means)")
+		}
 	}
 	return &c, nil
 }
@@ -801,6 +819,7 @@ func (c *Case) Validate() error {
 	if len(c.Sandboxes) == 0 {
 		return ferr("sandboxes", "at least one sandbox is needed")
 	}
+	throwaway := slices.Contains(c.Requires, "throwaway")
 	names := map[string]bool{}
 	ids := map[string]bool{}
 	mountns := map[string]bool{}
@@ -845,7 +864,7 @@ func (c *Case) Validate() error {
 		if err := checkTexts(f, s.texts, withVars(vars, "id")); err != nil {
 			return err
 		}
-		if err := checkCgroupsPath(s.Spec, len(c.Inputs) > 0); err != nil {
+		if err := checkCgroupsPath(s.Spec, len(c.Inputs) > 0, slices.Contains(s.Options, "systemd-cgroup"), throwaway); err != nil {
 			return ferr(f+".spec.linux.cgroupsPath", "%v", err)
 		}
 	}
@@ -866,6 +885,9 @@ func (c *Case) Validate() error {
 			}
 			if !slices.Contains(Relations, p.Relation) {
 				return ferr(f+".placement.relation", "unknown relation %q (known: %s)", p.Relation, strings.Join(Relations, ", "))
+			}
+			if err := checkRootPath(p, throwaway || slices.Contains(in.Requires, "throwaway")); err != nil {
+				return ferr(f+".placement.path", "%v", err)
 			}
 		}
 		if err := checkRequires(f+".requires", in.Requires); err != nil {
@@ -911,6 +933,16 @@ func (c *Case) Validate() error {
 		if err := st.validate(f, names, processes); err != nil {
 			return err
 		}
+		if sb := c.Sandbox(st.Sandbox); sb != nil && len(st.Spec) > 0 {
+			if err := checkCgroupsPath(st.Spec, false, slices.Contains(sb.Options, "systemd-cgroup"), throwaway); err != nil {
+				return ferr(f+".spec.linux.cgroupsPath", "%v", err)
+			}
+		}
+		if st.Check != nil && st.Check.Placement != nil {
+			if err := checkRootPath(st.Check.Placement, throwaway); err != nil {
+				return ferr(f+".check.placement.path", "%v", err)
+			}
+		}
 		known := vars
 		if st.Sandbox != "" || st.Check != nil && st.Check.SandboxName() != "" {
 			known = withVars(vars, "id")
@@ -935,6 +967,9 @@ func (c *Case) Validate() error {
 		}
 		if strings.TrimSpace(d.Reason) == "" {
 			return ferr(f+".reason", "missing; an expected divergence must say why")
+		}
+		if d.Passes && len(d.Steps) > 0 {
+			return ferr(f+".steps", "a measured pass (passes: true) covers no step: say where and when it passed in reason, and scope it with modes and contexts")
 		}
 		for j, s := range d.Steps {
 			if !stepIDs[s] {
@@ -1109,9 +1144,6 @@ func (st *Step) validate(f string, sandboxes, processes map[string]bool) error {
 		}
 		if err := checkSpecFragment(st.Spec); err != nil {
 			return ferr(f+".spec", "%v", err)
-		}
-		if err := checkCgroupsPath(st.Spec, false); err != nil {
-			return ferr(f+".spec.linux.cgroupsPath", "%v", err)
 		}
 	}
 	if (st.Do == "write-state") != (st.State != nil) {
@@ -1313,32 +1345,51 @@ func SignalNumber(name string) (unix.Signal, error) {
 // checkCgroupsPath makes every cgroup a case asks for attributable to the
 // run, so the harness can find and remove it wherever a runtime puts it
 // (runc resolves relative paths at the root of the unified hierarchy on
-// hybrid hosts, stock runsc puts empty paths at the root): absolute paths
-// live below ${caseroot}; the first element of a relative path names the
-// run (${token} or ${id}). systemd "slice:prefix:name" paths are left to
-// the unit naming. A table case's sandbox takes ${input}, checked per input.
-func checkCgroupsPath(raw json.RawMessage, table bool) error {
-	if len(raw) == 0 {
-		return nil
+// hybrid hosts, crun at the root of every hierarchy, stock runsc puts empty
+// paths at the root, systemd puts slices there): absolute paths live below
+// ${caseroot}; the first element of a relative path, and of the slice of a
+// systemd "slice:prefix:name" path, names the run (${token}, or ${id},
+// which begins with it), unless the case may change the host at will
+// (throwaway). An empty path under the systemd driver is runsc's
+// "system.slice:runsc:<id>". A table case's sandbox takes ${input},
+// checked per input.
+func checkCgroupsPath(raw json.RawMessage, table, systemd, throwaway bool) error {
+	p := ""
+	if len(raw) > 0 {
+		var frag struct {
+			Linux *struct {
+				CgroupsPath string `json:"cgroupsPath"`
+			} `json:"linux"`
+		}
+		if err := json.Unmarshal(raw, &frag); err == nil && frag.Linux != nil {
+			p = frag.Linux.CgroupsPath
+		}
 	}
-	var frag struct {
-		Linux *struct {
-			CgroupsPath string `json:"cgroupsPath"`
-		} `json:"linux"`
-	}
-	if err := json.Unmarshal(raw, &frag); err != nil || frag.Linux == nil {
-		return nil
-	}
-	p := frag.Linux.CgroupsPath
 	if table && p == "${input}" {
 		return nil
 	}
-	return attributable(p)
+	if p == "" && systemd {
+		if err := attributable(":runsc:${id}", throwaway); err != nil {
+			return fmt.Errorf("none, under the systemd driver, is runsc's %w", err)
+		}
+	}
+	return attributable(p, throwaway)
 }
 
-func attributable(p string) error {
+func attributable(p string, throwaway bool) error {
+	if slice, _, ok := strings.Cut(p, ":"); ok && strings.Count(p, ":") == 2 && !strings.Contains(slice, "/") {
+		if slice == "" {
+			slice = "system.slice"
+		}
+		// systemd nests "a-b.slice" in "a.slice": the root holds "a.slice".
+		top, _, _ := strings.Cut(strings.TrimSuffix(slice, ".slice"), "-")
+		if throwaway || carriesToken(top) {
+			return nil
+		}
+		return fmt.Errorf("%q: systemd puts its slice %s at the root of every hierarchy as /%s.slice, which names nothing of this run; put ${token} in the slice's first element (\"cgc${token}.slice:...\"), or add throwaway to requires (the case then runs only on a host that may be changed at will: the matrix's VMs)", p, slice, top)
+	}
 	switch {
-	case p == "" || strings.Contains(p, ":") || strings.HasPrefix(p, "${caseroot}/") || strings.HasPrefix(p, "${caller}/"):
+	case p == "" || strings.HasPrefix(p, "${caseroot}/") || strings.HasPrefix(p, "${caller}/"):
 		return nil
 	case strings.HasPrefix(p, "/"):
 		return fmt.Errorf("%q: an absolute path must start with ${caseroot}/ or ${caller}/ (the harness never writes outside its test root)", p)
@@ -1347,12 +1398,32 @@ func attributable(p string) error {
 		if e == ".." || e == "." || e == "" {
 			continue
 		}
-		if strings.Contains(e, "${token}") || strings.Contains(e, "${id}") || strings.Contains(e, "${id.") {
+		if carriesToken(e) {
 			return nil
 		}
 		break
 	}
 	return fmt.Errorf("%q: the first element of a relative path must contain ${token} or ${id}, so that the harness can find it even at a hierarchy root (e.g. \"actors-${token}/a1\")", p)
+}
+
+// carriesToken says a path element names the run: ${id} and ${id.NAME}
+// begin with the run token.
+func carriesToken(e string) bool {
+	return strings.Contains(e, "${token}") || strings.Contains(e, "${id}") || strings.Contains(e, "${id.")
+}
+
+// checkRootPath holds a placement path at the root of a hierarchy (relation
+// root, exact) to the rule of cgroupsPaths: what a case expects there must
+// name the run, or the case must be throwaway.
+func checkRootPath(p *Placement, throwaway bool) error {
+	if throwaway || p.Relation != "root" && p.Relation != "exact" || strings.HasPrefix(p.Path, "${caseroot}/") || strings.HasPrefix(p.Path, "${caller}/") {
+		return nil
+	}
+	first, _, _ := strings.Cut(strings.TrimPrefix(path.Clean("/"+p.Path), "/"), "/")
+	if carriesToken(first) {
+		return nil
+	}
+	return fmt.Errorf("%q is at the real root of a hierarchy, and its first element names nothing of this run: put ${token} in it (or ${id}), or add throwaway to requires (the case then runs only on a host that may be changed at will: the matrix's VMs)", p.Path)
 }
 
 // checkInputPath holds a table input to the same rule once lexically
@@ -1369,7 +1440,7 @@ func checkInputPath(p string, requires []string) error {
 	if slices.Contains(strings.Split(clean, "/"), "..") {
 		return fmt.Errorf("%q climbs (%q once clean): it may reach the real root of a hierarchy; add requires: [throwaway]", p, clean)
 	}
-	if err := attributable(clean); err != nil {
+	if err := attributable(clean, false); err != nil {
 		return fmt.Errorf("once clean, %w; or, if it must be this path, add requires: [throwaway]", err)
 	}
 	return nil
@@ -1470,7 +1541,7 @@ func (d *Divergence) AppliesTo(runtime string, m mode.Cgroup, context string) bo
 // Covers reports whether d covers a failure of step on runtime in mode and
 // context.
 func (d *Divergence) Covers(runtime string, m mode.Cgroup, context, step string) bool {
-	return d.AppliesTo(runtime, m, context) && (len(d.Steps) == 0 || slices.Contains(d.Steps, step))
+	return !d.Passes && d.AppliesTo(runtime, m, context) && (len(d.Steps) == 0 || slices.Contains(d.Steps, step))
 }
 
 // fieldLines maps every field path of a YAML document ("steps[2].check",

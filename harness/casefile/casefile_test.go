@@ -125,12 +125,27 @@ func TestParseBad(t *testing.T) {
 		{"spec on a delete", "{do: delete-force, sandbox: a, expect|{do: delete-force, sandbox: a, spec: {hostname: h}, expect", "steps[2].spec: only create and run take a spec of their own"},
 		{"divergence for patched", "runtime: runsc-stock|runtime: runsc-patched", "divergences[0].runtime: runsc-patched must meet every expectation"},
 		{"divergence without reason", "reason: because|reason: \"\"", "divergences[0].reason: missing"},
+		{"measured pass", "steps: [placed]}|steps: [placed]}\n  - {runtime: runc, modes: [hybrid], passes: true, reason: \"on the hybrid build host\"}", ""},
+		{"measured pass of a step", "steps: [placed]}|steps: [placed]}\n  - {runtime: runc, passes: true, steps: [placed], reason: x}", ":21: divergences[1].steps: a measured pass (passes: true) covers no step"},
 		{"divergence unknown step", "steps: [placed]|steps: [nope]", `divergences[0].steps[0]: no step with id "nope"`},
 		{"bad duration", "within: 1.5s|within: soon", "time: invalid duration"},
 		{"unknown field has a line", "sandboxes:|sandbxes:", `:7: sandbxes: unknown field "sandbxes" (known: name, purpose,`},
 		{"bad option", "options: [nested-cgroups]|options: [turbo]", "sandboxes[0].options[0]: unknown option"},
 		{"two assertions", "check: {placement:|check: {nothingLeft: true, placement:", "steps[1].check: set exactly one assertion"},
 		{"relative path without token", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "x/y"`, "sandboxes[0].spec.linux.cgroupsPath: \"x/y\": the first element"},
+		// A path at the real root names the run in its first element, or
+		// the case is throwaway (issue 47 item 1).
+		{"systemd slice at the root", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "system.slice:cgconform:${id}"`, `:13: sandboxes[0].spec.linux.cgroupsPath: "system.slice:cgconform:${id}": systemd puts its slice system.slice at the root of every hierarchy as /system.slice, which names nothing of this run; put ${token} in the slice's first element ("cgc${token}.slice:..."), or add throwaway to requires`},
+		{"systemd slice nested in its parent", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "kubepods-besteffort-pod${token}.slice:cri:${id}"`, `:13: sandboxes[0].spec.linux.cgroupsPath: "kubepods-besteffort-pod${token}.slice:cri:${id}": systemd puts its slice kubepods-besteffort-pod${token}.slice at the root of every hierarchy as /kubepods.slice`},
+		{"systemd slice with the token", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "kp${token}-besteffort-pod${token}.slice:cri:${id}"`, ""},
+		{"systemd default slice", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: ":cri:${id}"`, `:13: sandboxes[0].spec.linux.cgroupsPath: ":cri:${id}": systemd puts its slice system.slice at the root`},
+		{"systemd driver without a path", "{name: b, id: pause, root: r2}|{name: b, id: pause, root: r2, options: [systemd-cgroup]}", `:14: sandboxes[1].spec.linux.cgroupsPath: none, under the systemd driver, is runsc's ":runsc:${id}": systemd puts its slice system.slice at the root`},
+		{"colon path below a token", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "sa3-${token}/a:b:c"`, ""},
+		{"step spec slice at the root", "{do: run, sandbox: a}|{do: create, sandbox: a, spec: {linux: {cgroupsPath: \"system.slice:x:${id}\"}}}", `:16: steps[0].spec.linux.cgroupsPath: "system.slice:x:${id}": systemd puts its slice`},
+		{"placement at the root", "relation: beneath, path: x}|relation: root, path: \"system.slice/x-${id}.scope\"}", `:17: steps[1].check.placement.path: "system.slice/x-${id}.scope" is at the real root of a hierarchy, and its first element names nothing of this run: put ${token} in it (or ${id}), or add throwaway to requires`},
+		{"placement exact at the root", "relation: beneath, path: x}|relation: exact, path: \"/\"}", `:17: steps[1].check.placement.path: "/" is at the real root`},
+		{"placement at the root with the ID", "relation: beneath, path: x}|relation: root, path: \"${id}\"}", ""},
+		{"placement exact in the case", "relation: beneath, path: x}|relation: exact, path: \"${caseroot}/x\"}", ""},
 		{"absolute path outside case root", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "/abs/x"`, "must start with ${caseroot}/"},
 		{"unknown caller type", "contexts: [host, container]|contexts: [host, container]\ncallerType: domain", `callerType: "domain" is not supported`},
 		{"threaded caller needs v2", "contexts: [host, container]|contexts: [host, container]\ncallerType: threaded", "add cgroup-v2 to requires"},
@@ -232,6 +247,39 @@ func TestParseBad(t *testing.T) {
 				t.Fatalf("Parse error = %v, want it to contain %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// fail: true without output is accepted with a warning naming its line
+// (issue 47 item 2): it passes on a failure for any reason.
+func TestWarnFailWithoutOutput(t *testing.T) {
+	for _, tc := range []struct {
+		name, expect string
+		want         []string
+	}{
+		{"fail alone", "{fail: true}", []string{":18: steps[2].expect: fail: true without output passes on any failure, for any reason; add output: (a substring of what the runtime prints for the reason the case means)"}},
+		{"fail with output", "{fail: true, output: refused}", nil},
+		{"exit 0", "{within: 1.5s}", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(strings.Replace(good, "expect: {within: 1.5s}", "expect: "+tc.expect, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, c.Warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A case that requires throwaway may name the real root (issue 47 item 1).
+func TestRootPathsThrowaway(t *testing.T) {
+	src := strings.NewReplacer("v1-controllers]", "v1-controllers, throwaway]",
+		`cgroupsPath: "x-${token}/${id}"`, `cgroupsPath: "system.slice:cgconform:${id}"`,
+		"relation: beneath, path: x}", `relation: exact, path: "/system.slice/cgconform-${id}.scope"}`).Replace(good)
+	if _, err := Parse([]byte(src)); err != nil {
+		t.Fatalf("Parse: %v", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -57,10 +58,16 @@ func unmountUnder(dir string) []string {
 
 // snapshot lists every cgroup below the case root, plus anything named
 // with the run token elsewhere, plus the unit's subtree, as
-// "<hierarchy>:<path>".
+// "<hierarchy>:<path>"; or, for a throwaway case, every cgroup there is.
 func (r *Runner) snapshot(cs *caseState) map[string]bool {
 	out := map[string]bool{}
 	for _, h := range r.host.Hierarchies {
+		if cs.wholeTree() {
+			for _, d := range cgroupfs.Dirs(h, "/") {
+				out[h.Name()+":"+d] = true
+			}
+			continue
+		}
 		for _, d := range cgroupfs.Dirs(h, cs.root) {
 			out[h.Name()+":"+d] = true
 		}
@@ -85,6 +92,17 @@ func (r *Runner) snapshot(cs *caseState) map[string]bool {
 		}
 	}
 	return out
+}
+
+// wholeTree says the snapshots hold every cgroup of every hierarchy. Only
+// a throwaway case (or table input) may name the real root without the run
+// token (casefile's rule), and there a runtime may make what names nothing
+// of the run: /system.slice in the v1 hierarchies systemd does not manage,
+// or a slice systemd left. A client context's daemons and kubelet make
+// such levels of their own (/docker, kubepods.slice), so its snapshots
+// stay with what names the run.
+func (cs *caseState) wholeTree() bool {
+	return cs.wholeInput || cs.client == nil && slices.Contains(cs.c.Requires, "throwaway")
 }
 
 func keys(m map[string]bool) []string {

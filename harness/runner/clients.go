@@ -545,7 +545,7 @@ func (r *Runner) clientStep(ctx context.Context, cs *caseState, st *casefile.Ste
 	case "run":
 		in.created = true // whatever it got to, delete must find it
 		if why := r.observe(ctx, cs, in); why != "" && ok {
-			rec.Note = strings.TrimPrefix(rec.Note+"; no process observed: "+why, "; ")
+			rec.Note = joinErr(rec.Note, "no process observed: "+why)
 		}
 		rec.Processes = in.procs
 	case "delete", "delete-force", "runtime-delete":
@@ -567,7 +567,7 @@ func foldSteps(steps []clients.Step) (report.Step, check.Command) {
 		n := fmt.Sprintf("%s: exit %d in %.1fs", s.Name, s.Exit, s.Seconds)
 		if s.Err != "" {
 			n += " (" + s.Err + ")"
-			rec.Error = strings.TrimPrefix(rec.Error+"; "+s.Name+": "+s.Err, "; ")
+			rec.Error = joinErr(rec.Error, s.Name+": "+s.Err)
 		}
 		notes = append(notes, n)
 		if s.Output != "" {

@@ -623,9 +623,11 @@ type caseState struct {
 	insts     map[string][]*instance
 	order     []*instance
 	baseline  map[string]bool
-	mu        sync.Mutex
-	logN      int
-	vars      map[string]string
+	// wholeInput: the table input under way requires throwaway (wholeTree).
+	wholeInput bool
+	mu         sync.Mutex
+	logN       int
+	vars       map[string]string
 }
 
 // vals are the values of the variables in a text about instance in (nil:
@@ -861,7 +863,8 @@ func (r *Runner) refusal(cs *caseState) string {
 
 // decide turns failures and declared divergences into the outcome. A
 // divergence declared for this runtime, mode and context that covers no
-// failure is stale: a note, or with -strict a failure of its own.
+// failure is stale: a note, or with -strict a failure of its own. A
+// measured pass (passes: true) is the pass's note.
 func (r *Runner) decide(cs *caseState) {
 	res := cs.res
 	used := make([]bool, len(cs.c.Divergences))
@@ -882,9 +885,13 @@ func (r *Runner) decide(cs *caseState) {
 			unexpected++
 		}
 	}
-	var stale []string
+	var stale, passes []string
 	for j, d := range cs.c.Divergences {
-		if !used[j] && d.AppliesTo(cs.rt.Name, r.mode(), cs.cx) {
+		switch {
+		case !d.AppliesTo(cs.rt.Name, r.mode(), cs.cx):
+		case d.Passes:
+			passes = append(passes, "measured passing: "+d.Reason)
+		case !used[j]:
 			stale = append(stale, "declared divergence not observed: "+d.Reason)
 		}
 	}
@@ -900,7 +907,7 @@ func (r *Runner) decide(cs *caseState) {
 	case len(res.Failures) > 0:
 		res.Outcome, res.Reason = report.Divergence, strings.Join(reasons, " / ")
 	default:
-		res.Outcome, res.Reason = report.Pass, strings.Join(stale, " / ")
+		res.Outcome, res.Reason = report.Pass, strings.Join(append(passes, stale...), " / ")
 	}
 }
 

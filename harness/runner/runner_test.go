@@ -100,6 +100,7 @@ func TestDecide(t *testing.T) {
 	c := &casefile.Case{Divergences: []casefile.Divergence{
 		{Runtime: "runsc-stock", Reason: "shares /pause", Steps: []string{"delete-first"}},
 		{Runtime: "runc", Reason: "v2 only", Modes: []mode.Cgroup{mode.V2}},
+		{Runtime: "crun", Reason: "on the hybrid host, 2026-12-06", Modes: []mode.Cgroup{mode.Hybrid}, Passes: true},
 	}}
 	for _, tc := range []struct {
 		name     string
@@ -116,6 +117,10 @@ func TestDecide(t *testing.T) {
 		{"declared but not seen", "runsc-stock", nil, report.Pass, "declared divergence not observed: shares /pause"},
 		{"strict: declared but not seen", "runsc-stock", nil, report.Fail, ""},
 		{"strict: seen", "runsc-stock", []string{"delete-first"}, report.Divergence, "shares /pause"},
+		// A measured pass (issue 47 item 3) is never stale and covers
+		// nothing.
+		{"strict: measured pass", "crun", nil, report.Pass, "measured passing: on the hybrid host, 2026-12-06"},
+		{"strict: measured pass fails", "crun", []string{"x"}, report.Fail, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := &report.Result{}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -162,8 +163,32 @@ func (r *Runner) expect(cs *caseState, st *casefile.Step, prefix string, res che
 	}
 	for _, m := range check.Evaluate(e, res) {
 		cs.fail(st.ID, prefix+m, "")
-		rec.Error = strings.TrimSpace(rec.Error + "; " + m)
+		rec.Error = joinErr(rec.Error, m)
 	}
+}
+
+// joinErr appends m to a step's error, "; " between them.
+func joinErr(err, m string) string {
+	if err == "" {
+		return m
+	}
+	return err + "; " + m
+}
+
+// straceNoise is what strace says about its own bookkeeping of the
+// tracees, in the runtime's output of a traced command: races of the
+// tracees' exits with strace, nothing the runtime did.
+var straceNoise = regexp.MustCompile(`^(\S*/)?strace: (dispatch_event: pid \d+ has delayed wait data set already|Exit of unknown pid \d+ ignored|Process \d+ (attached|detached))$`)
+
+func withoutStraceNoise(out string) string {
+	lines := strings.SplitAfter(out, "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		if !straceNoise.MatchString(strings.TrimRight(l, "\n")) {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, "")
 }
 
 func (r *Runner) runtimeArgs(cs *caseState, in *instance, action string, st *casefile.Step) []string {
@@ -249,6 +274,9 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 		}
 		last = r.runKilled(ctx, cs, in, argv, r.commandLimit(), killAfter)
 		killedPid := stopKill()
+		if straced != "" || injected != "" {
+			last.output = withoutStraceNoise(last.output)
+		}
 		total += last.dur
 		rec = record(last)
 		if injected != "" {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/check"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 )
@@ -78,14 +77,9 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 		return rec
 	}
 	sb := cs.order[0]
-	whole := slices.Contains(in.Requires, "throwaway") || slices.Contains(cs.c.Requires, "throwaway")
-	snap := func() map[string]bool {
-		if whole {
-			return r.snapshotWhole(cs)
-		}
-		return r.snapshot(cs)
-	}
-	cs.baseline = snap()
+	cs.wholeInput = slices.Contains(in.Requires, "throwaway")
+	defer func() { cs.wholeInput = false }()
+	cs.baseline = r.snapshot(cs)
 	cs.callerControl = r.callerControl(cs)
 	var evidence []string
 	var created []string
@@ -96,7 +90,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 		}
 		res := r.runCommand(ctx, cs, sb, r.runtimeArgs(cs, sb, a, &casefile.Step{}), r.commandLimit())
 		sb.created = true
-		added, _ := diffSets(cs.baseline, snap())
+		added, _ := diffSets(cs.baseline, r.snapshot(cs))
 		created = union(created, added)
 		evidence = append(evidence, fmt.Sprintf("%s exited %d in %.2fs: %s", a, res.exit, res.dur.Seconds(), check.LastLines(res.output, 3)))
 		if len(added) > 0 {
@@ -128,7 +122,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	var left, removed []string
 	deadline := time.Now().Add(r.scaled(3 * time.Second))
 	for {
-		now := snap()
+		now := r.snapshot(cs)
 		left, removed = diffSets(cs.baseline, now)
 		left = append(left, r.strayMounts(cs)...)
 		for _, p := range r.strayProcs(cs) {
@@ -160,18 +154,6 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	}
 	r.scrub(cs)
 	return rec
-}
-
-// snapshotWhole lists every cgroup of every hierarchy, for inputs that may
-// reach beyond the test root (throwaway hosts only).
-func (r *Runner) snapshotWhole(cs *caseState) map[string]bool {
-	out := r.snapshot(cs)
-	for _, h := range r.host.Hierarchies {
-		for _, d := range cgroupfs.Dirs(h, "/") {
-			out[h.Name()+":"+d] = true
-		}
-	}
-	return out
 }
 
 func union(a, b []string) []string {
