@@ -40,6 +40,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/mounts"
+	"github.com/runsc-cgroups/cgconform/harness/proc"
 	"github.com/runsc-cgroups/cgconform/harness/runner"
 	"github.com/runsc-cgroups/cgconform/runscbuild"
 )
@@ -354,19 +355,19 @@ func runWorker(ctx context.Context, p *plan, planFile, resultFile string) (*work
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the worker: %w", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	worker, ierr := proc.Identify(cmd.Process.Pid) // not reaped before the Wait below
 	var werr error
+	exited := make(chan struct{})
+	go func() { werr = cmd.Wait(); close(exited) }()
 	select {
-	case werr = <-done:
+	case <-exited:
 	case <-ctx.Done():
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case werr = <-done:
-		case <-time.After(2 * time.Minute):
+		if ierr == nil {
+			worker.Stop(2*time.Minute, exited)
+		} else {
 			cmd.Process.Kill()
-			werr = <-done
 		}
+		<-exited
 	}
 	defer os.Remove(resultFile)
 	var res workerResult

@@ -44,14 +44,17 @@ func TestPpid(t *testing.T) {
 	}
 }
 
+// statTail is the rest of a /proc/PID/stat line after pgrp.
+const statTail = " 34 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 777 1000 200 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0"
+
 func TestOtherQEMU(t *testing.T) {
 	proc := t.TempDir()
 	for _, p := range []struct{ pid, comm, stat string }{
-		{"100", "qemu-system-x86\n", "100 (qemu-system-x86) S 7 100"},    // ours: parent 7
-		{"200", "qemu-system-x86\n", "200 (qemu-system-x86) S 1 200"},    // another run's
-		{"300", "qemu-system-aarch\n", "300 (qemu-system-aarch) S 42 3"}, // another run's
-		{"400", "sleep\n", "400 (sleep) S 1 400"},                        // not qemu
-		{"self", "x\n", "1 (x) S 0 1"},                                   // not a PID
+		{"100", "qemu-system-x86\n", "100 (qemu-system-x86) S 7 100" + statTail},    // ours: parent 7
+		{"200", "qemu-system-x86\n", "200 (qemu-system-x86) S 1 200" + statTail},    // another run's
+		{"300", "qemu-system-aarch\n", "300 (qemu-system-aarch) S 42 3" + statTail}, // another run's
+		{"400", "sleep\n", "400 (sleep) S 1 400" + statTail},                        // not qemu
+		{"self", "x\n", "1 (x) S 0 1" + statTail},                                   // not a PID
 	} {
 		dir := filepath.Join(proc, p.pid)
 		if err := os.MkdirAll(dir, 0o755); err != nil {

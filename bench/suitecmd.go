@@ -20,6 +20,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 	"github.com/runsc-cgroups/cgconform/ci/vmrun"
 	"github.com/runsc-cgroups/cgconform/clients/build"
+	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
 
 // The defaults of make bench, sized so that it ends in bounded time on a
@@ -363,8 +364,8 @@ func (s *loadSampler) stop(nproc int) *HostLoad {
 func otherQEMU(self int) int { return countOtherQEMU("/proc", self) }
 
 // countOtherQEMU is otherQEMU over a /proc-like folder.
-func countOtherQEMU(proc string, self int) int {
-	entries, err := os.ReadDir(proc)
+func countOtherQEMU(root string, self int) int {
+	entries, err := os.ReadDir(root)
 	if err != nil {
 		return 0
 	}
@@ -373,29 +374,26 @@ func countOtherQEMU(proc string, self int) int {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		comm, err := os.ReadFile(filepath.Join(proc, e.Name(), "comm"))
+		comm, err := os.ReadFile(filepath.Join(root, e.Name(), "comm"))
 		if err != nil || !strings.HasPrefix(string(comm), "qemu-system") {
 			continue
 		}
-		if ppid(proc, e.Name()) != self {
+		if ppid(root, e.Name()) != self {
 			n++
 		}
 	}
 	return n
 }
 
-// ppid reads the parent PID from /proc/PID/stat (after the last ')', as
-// the command name may hold anything).
-func ppid(proc, pid string) int {
-	data, err := os.ReadFile(filepath.Join(proc, pid, "stat"))
+// ppid reads the parent PID from root/PID/stat (-1 if unreadable).
+func ppid(root, pid string) int {
+	data, err := os.ReadFile(filepath.Join(root, pid, "stat"))
 	if err != nil {
 		return -1
 	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 2 {
+	s, err := proc.ParseStat(string(data))
+	if err != nil {
 		return -1
 	}
-	n, _ := strconv.Atoi(f[1])
-	return n
+	return s.PPID
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"sigs.k8s.io/yaml"
+
+	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
 
 // A real kubelet (issue 26), standalone: no API server, pods from a
@@ -293,6 +295,7 @@ type Kubelet struct {
 	PID                       int
 	ReadOnlyPort, HealthzPort int
 	cmd                       *exec.Cmd
+	proc                      proc.Process
 	exited                    chan struct{}
 	logFile                   *os.File
 }
@@ -361,6 +364,7 @@ func (c *Containerd) StartKubelet(ctx context.Context, o KubeletOptions) (k *Kub
 		return nil, fmt.Errorf("starting the kubelet: %w", err)
 	}
 	k.cmd, k.PID = cmd, cmd.Process.Pid
+	k.proc, err = proc.Identify(k.PID) // not reaped before the Wait below
 	go func() { cmd.Wait(); release(); close(k.exited) }()
 	c.logf("kubelet pid %d, folder %s, read-only port %d", k.PID, k.Dir, k.ReadOnlyPort)
 	defer func() {
@@ -369,6 +373,9 @@ func (c *Containerd) StartKubelet(ctx context.Context, o KubeletOptions) (k *Kub
 			k = nil
 		}
 	}()
+	if err != nil {
+		return k, fmt.Errorf("the kubelet (pid %d): %w", k.PID, err)
+	}
 	if o.Limit <= 0 {
 		o.Limit = 3 * time.Minute
 	}
@@ -532,17 +539,8 @@ func (k *Kubelet) Stop() error {
 		return nil
 	default:
 	}
-	_ = syscall.Kill(k.PID, syscall.SIGTERM)
-	select {
-	case <-k.exited:
-		return nil
-	case <-time.After(10 * time.Second):
+	if _, err := k.proc.Stop(10*time.Second, k.exited); err != nil {
+		return fmt.Errorf("the kubelet: %w", err)
 	}
-	_ = syscall.Kill(k.PID, syscall.SIGKILL)
-	select {
-	case <-k.exited:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("the kubelet (pid %d) did not exit after SIGKILL", k.PID)
-	}
+	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
 
 // reaper makes the harness a child subreaper, so every process a runtime
@@ -53,14 +55,10 @@ func (r *reaper) reap() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	me := os.Getpid()
-	for _, p := range listPids() {
-		if r.managed[p] {
-			continue
-		}
-		st, ppid := statOf(p)
-		if ppid == me && st == "Z" {
+	for _, s := range proc.All() {
+		if !r.managed[s.PID] && s.PPID == me && s.State == 'Z' {
 			var ws syscall.WaitStatus
-			_, _ = syscall.Wait4(p, &ws, syscall.WNOHANG, nil)
+			_, _ = syscall.Wait4(s.PID, &ws, syscall.WNOHANG, nil)
 		}
 	}
 }
@@ -121,50 +119,20 @@ func listPids() []int {
 	return out
 }
 
-// statOf returns the state letter and parent PID of pid ("" if gone).
-func statOf(pid int) (string, int) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", 0
-	}
-	// comm may hold spaces and parentheses: parse after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return "", 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return "", 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return f[0], ppid
-}
-
 // alive reports whether pid exists and is not a zombie.
 func alive(pid int) bool {
-	st, _ := statOf(pid)
-	return st != "" && st != "Z" && st != "X"
+	s, err := proc.ReadStat(pid)
+	return err == nil && !s.Gone()
 }
 
 // descendants returns every live process below root (not root itself).
 func descendants(root int) []int {
-	children := map[int][]int{}
-	for _, p := range listPids() {
-		st, pp := statOf(p)
-		if st == "" || st == "Z" {
-			continue
-		}
-		children[pp] = append(children[pp], p)
-	}
 	var out []int
-	var walk func(int)
-	walk = func(p int) {
-		for _, c := range children[p] {
-			out = append(out, c)
-			walk(c)
+	for _, s := range proc.Descendants(proc.All(), root) {
+		if !s.Gone() {
+			out = append(out, s.PID)
 		}
 	}
-	walk(root)
 	return out
 }
 
