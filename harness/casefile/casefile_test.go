@@ -149,7 +149,7 @@ func TestParseBad(t *testing.T) {
 		{"absolute path outside case root", `cgroupsPath: "x-${token}/${id}"|cgroupsPath: "/abs/x"`, "must start with ${caseroot}/"},
 		{"unknown caller type", "contexts: [host, container]|contexts: [host, container]\ncallerType: domain", `callerType: "domain" is not supported`},
 		{"threaded caller needs v2", "contexts: [host, container]|contexts: [host, container]\ncallerType: threaded", "add cgroup-v2 to requires"},
-		{"read-only mount outside a pod", "contexts: [host, container]|contexts: [host, container]\ncallerMount: read-only", "only the kubepods-delegated context"},
+		{"read-only mount under a client", "contexts: [host, container]|contexts: [ctr]\ncallerMount: read-only", "callerMount: context ctr: only host, container and kubepods-delegated"},
 		{"slow command outside a shim", "contexts: [host, container]|contexts: [host, container]\nslowCommand: {command: state, delay: 3s}", "slowCommand: context host: only a containerd shim's runtime"},
 		{"slow command not a word", "contexts: [host, container]|contexts: [host, container]\nslowCommand: {command: \"state; rm\", delay: 3s}", `slowCommand.command: "state; rm" is not a runtime command`},
 		{"slow command no delay", "contexts: [host, container]|contexts: [host, container]\nslowCommand: {command: state}", "slowCommand.delay: 0s out of range"},
