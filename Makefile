@@ -10,7 +10,7 @@ export CGO_ENABLED = 0
 # .ci/install-deps puts Go in /usr/local/go-ci when the machine has none.
 export PATH := /usr/local/go/bin:/usr/local/go-ci/bin:$(PATH)
 
-.PHONY: all deps runsc dist install runsc-prs cgconform clients clients-prove clients-vm kubelet-cpu conformance test vet fmt-check actionlint fuzz matrix matrix-shard killstorm evidence bench upstream-series upstream-check upstream-tests upstream-sync clean
+.PHONY: all deps runsc dist install use-it runsc-prs cgconform clients clients-prove clients-vm kubelet-cpu conformance test vet fmt-check actionlint fuzz matrix matrix-shard killstorm evidence bench upstream-series upstream-check upstream-tests upstream-sync clean
 
 all: runsc cgconform
 
@@ -40,6 +40,16 @@ install: dist
 	cd out/dist/unpacked/* && sha256sum --check --quiet SHA256SUMS
 	install -D -m 0755 out/dist/unpacked/*/runsc "$(DESTDIR)$(PREFIX)/bin/runsc"
 	install -D -m 0755 out/dist/unpacked/*/containerd-shim-runsc-v1 "$(DESTDIR)$(PREFIX)/bin/containerd-shim-runsc-v1"
+
+# README "Use it": its marked snippets, as written, from the release
+# tarball, in a systemd cgroup v2 VM (ci/commands/use-it.sh); the result
+# in out/use-it/systemd-v2/result.txt.
+use-it: dist cgconform
+	rm -f bin/useit-*.sh bin/runsc-*-linux-amd64.tar.gz
+	$(GO) run ./cmd/useit -readme README.md -out bin
+	cp out/dist/$$(awk '{print $$2}' out/dist/SHA256SUMS) bin/
+	$(GO) run ./ci/cmd/matrix -modes systemd-v2 -jobs 1 -out out/use-it -command ci/commands/use-it.sh \
+		-bins "$$(cd bin && ls useit-*.sh runsc-*-linux-amd64.tar.gz | paste -sd, -)" $(MATRIX_FLAGS)
 
 # bin/runsc-pr-NN-name: stock runsc with one pull request of the series (and
 # the ones it needs), for that pull request's before/after table; for one

@@ -1,0 +1,67 @@
+# A -command script for the matrix (make use-it): the README's "Use it"
+# snippets, each run as written (cmd/useit copies them to
+# /payload/bin/useit-NAME.sh), from the release tarball in /payload/bin,
+# in a systemd cgroup v2 VM; around each, what a user's machine would
+# already have (a pod-like caller, an image) and a check of where the
+# sandbox ran. One line per snippet in $CGM_OUT/result.txt; exits 1 on the
+# first failure.
+set -eu
+P=/payload/bin
+export PATH=/usr/local/bin:$PATH
+say() { echo "use-it: $*" | tee -a "$CGM_OUT/result.txt"; }
+fail() { say "FAIL $*"; exit 1; }
+snippet() { sh -eux "$P/useit-$1.sh" || fail "$1: the snippet exited $?"; }
+# cgroup_of PID: its cgroup v2 path.
+cgroup_of() { sed -n 's/^0:://p' "/proc/$1/cgroup"; }
+sandbox_pid() { runsc --root /run/runsc state "$1" | sed -n 's/^ *"pid": *\([0-9]*\).*/\1/p'; }
+
+# install: in a folder holding the tarball, as a user who downloaded it.
+mkdir -p /tmp/release && cp $P/runsc-*-linux-amd64.tar.gz /tmp/release/
+(cd /tmp/release && snippet install)
+runsc --version | grep -q 'cgpatches\.' || fail "install: runsc --version names no series hash"
+say "ok install: $(runsc --version | head -1)"
+
+# A bundle for the snippets' runsc run (an OCI bundle the caller has).
+mkdir -p /bundle/rootfs/bin
+cp /bin/busybox /bundle/rootfs/bin/ && /bundle/rootfs/bin/busybox --install -s /bundle/rootfs/bin
+(cd /bundle && runsc spec -- /bin/sleep 1000 && sed -i 's/"terminal": true/"terminal": false/' config.json)
+
+# leaf: the caller is a privileged pod's container: cgroup C with its main
+# process, a cgroup namespace rooted at C and cgroup2 mounted from there.
+C=/sys/fs/cgroup/pod-useit
+mkdir $C
+sleep 1000 &
+echo $! > $C/cgroup.procs
+sh -c "echo \$\$ > $C/cgroup.procs && exec unshare --cgroup --mount sh -c 'umount /sys/fs/cgroup && mount -t cgroup2 none /sys/fs/cgroup && sh -eux $P/useit-leaf.sh'" ||
+	fail "leaf: the snippet exited $?"
+pid=$(sandbox_pid actor-1)
+cg=$(cgroup_of "$pid")
+case $cg in
+/pod-useit/supervisor*) fail "leaf: the sandbox ran in the caller's leaf ($cg)" ;;
+/pod-useit/*) say "ok leaf: the sandbox runs in $cg, beneath the caller's /pod-useit" ;;
+*) fail "leaf: the sandbox runs in $cg, not beneath the caller's /pod-useit" ;;
+esac
+runsc --root /run/runsc delete --force actor-1
+
+# unprivileged: the caller's cgroupfs is mounted read-only.
+U=/sys/fs/cgroup/unprivileged-useit
+mkdir $U
+sh -c "echo \$\$ > $U/cgroup.procs && exec unshare --mount sh -c 'mount -o remount,bind,ro /sys/fs/cgroup && sh -eux $P/useit-unprivileged.sh'" ||
+	fail "unprivileged: the snippet exited $?"
+pid=$(sandbox_pid actor-2)
+cg=$(cgroup_of "$pid")
+[ "$cg" = /unprivileged-useit ] || fail "unprivileged: the sandbox runs in $cg, not in the caller's /unprivileged-useit"
+say "ok unprivileged: the sandbox runs in the caller's own $cg"
+runsc --root /run/runsc delete --force actor-2
+
+# docker and podman: the engine has a busybox image; the snippet runs one
+# container; a second run proves the kernel was gVisor's.
+systemctl start docker
+tar -C /bundle/rootfs -c . | docker import - busybox >/dev/null
+snippet docker
+docker run --rm --runtime runsc busybox dmesg | grep -q gVisor || fail "docker: the container's kernel is not gVisor's"
+say "ok docker: docker run --runtime runsc ran in gVisor"
+tar -C /bundle/rootfs -c . | podman import - busybox >/dev/null
+snippet podman
+podman run --rm --runtime runsc busybox dmesg | grep -q gVisor || fail "podman: the container's kernel is not gVisor's"
+say "ok podman: podman run --runtime runsc ran in gVisor"
