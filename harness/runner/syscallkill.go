@@ -281,9 +281,11 @@ func (r *Runner) killTraced(cs *caseState, in *instance, k *casefile.Kill, argv 
 	return func() string { close(done); return <-killed }
 }
 
-// pidOf is the process whose command line is argv, 0 if none.
+// pidOf is the process among the runner's descendants whose command line
+// is argv, 0 if none: a process the runner did not start is never chosen,
+// whatever its command line.
 func pidOf(argv []string) int {
-	for _, p := range listPids() {
+	for _, p := range descendants(os.Getpid()) {
 		if slices.Equal(cmdline(p), argv) {
 			return p
 		}

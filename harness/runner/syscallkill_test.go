@@ -2,6 +2,7 @@ package runner
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -272,5 +273,24 @@ func TestSyscallKilledLate(t *testing.T) {
 		if note := (&Runner{}).syscallKilled(cs, st, &instance{label: "a"}, cmdResult{exit: -1, signal: unix.SIGKILL}, record, "PID 7"); note != want {
 			t.Errorf("trial %d: note %q, want %q", trial, note, want)
 		}
+	}
+}
+
+// TestPidOfOnlyDescendants: the process a kill step looks for by its
+// command line is one the runner started; another process with the same
+// command line, not below the runner (PID 1 here), is never chosen.
+func TestPidOfOnlyDescendants(t *testing.T) {
+	if init := cmdline(1); len(init) == 0 {
+		t.Errorf("cannot read PID 1's command line")
+	} else if got := pidOf(init); got != 0 {
+		t.Errorf("pidOf(%q) = %d, want none: PID 1 is not the runner's", init, got)
+	}
+	child := exec.Command("sleep", "61.5")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	if got := pidOf(child.Args); got != child.Process.Pid {
+		t.Errorf("pidOf = %d, want the runner's child %d", got, child.Process.Pid)
 	}
 }
