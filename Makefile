@@ -10,7 +10,7 @@ export CGO_ENABLED = 0
 # .ci/install-deps puts Go in /usr/local/go-ci when the machine has none.
 export PATH := /usr/local/go/bin:/usr/local/go-ci/bin:$(PATH)
 
-.PHONY: all deps runsc dist install use-it runsc-prs cgconform clients clients-prove clients-vm kubelet-cpu conformance test vet fmt-check actionlint fuzz matrix matrix-shard killstorm evidence bench upstream-series upstream-check upstream-tests upstream-sync clean
+.PHONY: all deps runsc dist install use-it runsc-prs cgconform clients kubelet-cpu conformance test vet fmt-check actionlint fuzz matrix matrix-shard killstorm evidence bench upstream-series upstream-check upstream-tests upstream-sync clean
 
 all: runsc cgconform
 
@@ -71,13 +71,6 @@ KUBELET ?= 1
 clients: runsc
 	$(GO) run ./cmd/cgclients build -kubelet=$(if $(filter 0,$(KUBELET)),false,true)
 	$(GO) build -o bin/cgclients ./cmd/cgclients
-
-# Drive them on this host (below a test cgroup) / in a systemd-v2 VM.
-clients-prove: clients
-	bin/cgclients prove -repros -out out/clients/host $(CLIENTS_FLAGS)
-
-clients-vm: clients
-	bin/cgclients vm -out out/clients/vm $(CLIENTS_FLAGS)
 
 # The seed's measurement under a real kubelet (issue 26): the
 # client-kubelet-* cases in the systemd VMs, one at a time, stock and

@@ -184,19 +184,6 @@ func TestSliceDirAndKubeletParent(t *testing.T) {
 	}
 }
 
-func TestRelation(t *testing.T) {
-	for _, tc := range []struct{ p, dir, want string }{
-		{"/a/b", "/a/b", "in"},
-		{"/a/b/c", "/a/b", "beneath"},
-		{"/a/bc", "/a/b", "outside"},
-		{"/a", "/a/b", "outside"},
-	} {
-		if got := Relation(tc.p, tc.dir); got != tc.want {
-			t.Errorf("Relation(%q, %q) = %q, want %q", tc.p, tc.dir, got, tc.want)
-		}
-	}
-}
-
 func TestParseInspect(t *testing.T) {
 	out, _ := json.Marshal(map[string]any{
 		"status": map[string]any{"id": "abc", "state": "SANDBOX_READY"},
@@ -278,30 +265,5 @@ func TestSpecsAreCRIJSON(t *testing.T) {
 	c, _ := ContainerSpec("app")
 	if !strings.Contains(string(c), ImageName) {
 		t.Errorf("container spec lacks the image: %s", c)
-	}
-}
-
-func TestTableAndPlacements(t *testing.T) {
-	r := &Run{Scenario: ScenarioCRI, Handler: HandlerRunsc, Driver: "cgroupfs", RefHierarchy: "memory", ParentDir: "/kp/pod1", CgroupParent: "/kp/pod1",
-		Running: []Proc{
-			{PID: 5, Role: RoleSandbox, Cgroups: map[string]string{"memory": "/kp/pod1"}},
-			{PID: 6, Role: RoleShim, Cgroups: map[string]string{"memory": "/cgc/containerd"}},
-		},
-		Steps: []Step{{Name: "crictl rmp", Exit: 0, Seconds: 0.3}},
-		Left:  Leftovers{Cgroups: []string{"memory:/kp/pod1/x"}},
-	}
-	got := r.Placements()
-	want := []Placement{{PID: 5, Role: RoleSandbox, Cgroup: "/kp/pod1", Relation: "in"}, {PID: 6, Role: RoleShim, Cgroup: "/cgc/containerd", Relation: "outside"}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	tab := Table([]*Run{r})
-	for _, s := range []string{"runsc-sandbox /kp/pod1 (in)", "crictl rmp: 0 0.3s", "memory:/kp/pod1/x"} {
-		if !strings.Contains(tab, s) {
-			t.Errorf("table lacks %q:\n%s", s, tab)
-		}
-	}
-	if cell("a|b\nc") != `a\|b c` {
-		t.Errorf("cell = %q", cell("a|b\nc"))
 	}
 }

@@ -3,6 +3,8 @@ package clients
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -616,4 +618,25 @@ func dropNoise(out string) string {
 		}
 	}
 	return strings.Join(keep, "\n")
+}
+
+// NewTestTree makes a test cgroup "/cgclients-<random>" in every hierarchy
+// and returns it with the function that removes it (and reports what it
+// could not remove): for a containerd on a shared host (cgclients serve).
+func NewTestTree(host *cgroupfs.Host) (*cgroupfs.Tree, func() []string, error) {
+	var b [4]byte
+	rand.Read(b[:])
+	tree := &cgroupfs.Tree{Host: host, Root: "/cgclients-" + hex.EncodeToString(b[:])}
+	remove := func() []string {
+		var left []string
+		for _, h := range host.Hierarchies {
+			left = append(left, cgroupfs.RemoveTree(h.Dir(tree.Root), 5*time.Second)...)
+		}
+		return left
+	}
+	if err := tree.Mkdir(tree.Root); err != nil {
+		remove()
+		return nil, nil, fmt.Errorf("making the test cgroup %s: %w", tree.Root, err)
+	}
+	return tree, remove, nil
 }
