@@ -55,7 +55,15 @@ say "ok unprivileged: the sandbox runs in the caller's own $cg"
 runsc --root /run/runsc delete --force actor-2
 
 # docker and podman: the engine has a busybox image; the snippet runs one
-# container; a second run proves the kernel was gVisor's.
+# container; a second run proves the kernel was gVisor's. What a user's
+# engines already have: the VM image masks Debian's daemons and has no
+# overlay module and no network.
+systemctl unmask docker.service docker.socket containerd.service >/dev/null
+mkdir -p /etc/systemd/system/docker.service.d /etc/containers/containers.conf.d
+printf '[Service]\nExecStart=\nExecStart=/usr/sbin/dockerd -H fd:// --containerd=/run/containerd/containerd.sock --storage-driver=vfs --iptables=false\n' >/etc/systemd/system/docker.service.d/vm.conf
+printf '[storage]\ndriver = "vfs"\n' >/etc/containers/storage.conf
+printf '[containers]\nnetns = "none"\n' >/etc/containers/containers.conf.d/00-vm.conf
+systemctl daemon-reload
 systemctl start docker
 tar -C /bundle/rootfs -c . | docker import - busybox >/dev/null
 snippet docker
