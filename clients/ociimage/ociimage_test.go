@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,19 +114,10 @@ func TestLayoutIsConsistent(t *testing.T) {
 		}
 	}
 	for _, d := range []string{"proc/", "sys/", "dev/", "tmp/", "etc/"} {
-		if !contains(dirs, d) {
+		if !slices.Contains(dirs, d) {
 			t.Errorf("layer lacks %s (runc and runsc mount there)", d)
 		}
 	}
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestReproducible(t *testing.T) {

@@ -759,7 +759,7 @@ func (r *Runner) stopUnitStep(ctx context.Context, cs *caseState, st *casefile.S
 func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
 	key := ""
 	for _, h := range r.host.Hierarchies {
-		if r.host.Mode == mode.V2 && h.V2 || r.host.Mode != mode.V2 && contains(h.Controllers(), "cpuacct") {
+		if r.host.Mode == mode.V2 && h.V2 || r.host.Mode != mode.V2 && slices.Contains(h.Controllers(), "cpuacct") {
 			key = h.Key
 		}
 	}
