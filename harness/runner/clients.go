@@ -500,7 +500,7 @@ func (r *Runner) refKey() string {
 // waits until the exec'd process's stdio close.
 func (r *Runner) runInPod(ctx context.Context, cs *caseState, argv []string, timeout time.Duration, logPath string) cmdResult {
 	res := cmdResult{argv: argv, exit: -1}
-	script := `exec "$@" >>` + shellQuote(logPath) + ` 2>&1 </dev/null`
+	script := `exec "$@" >>` + clients.ShellQuote(logPath) + ` 2>&1 </dev/null`
 	st := cs.client.pod.Exec(ctx, timeout, append([]string{"/bin/sh", "-c", script, "sh"}, argv...)...)
 	res.dur = time.Duration(st.Seconds * float64(time.Second))
 	res.exit = st.Exit
@@ -514,8 +514,6 @@ func (r *Runner) runInPod(ctx context.Context, cs *caseState, argv []string, tim
 	}
 	return res
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // ctrNamespace is the containerd namespace of a ctr sandbox: one per
 // --root group, so one ID may live in two (the seed's collision).
