@@ -1124,7 +1124,7 @@ func (r *Runner) removeEmptyStep(cs *caseState, ref string) (note, msg, detail s
 			busy[k] = append(busy[k], d.h.Name())
 		}
 	}
-	note = "removed in: " + orNone(removed) + "; absent in: " + orNone(absent)
+	note = "removed in: " + report.OrNone(removed) + "; absent in: " + report.OrNone(absent)
 	if n == 0 {
 		return note, "", ""
 	}
@@ -1158,11 +1158,4 @@ func holding(dir string) string {
 		return ""
 	}
 	return "; holds " + strings.Join(what, ", ")
-}
-
-func orNone(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, " ")
 }
