@@ -472,14 +472,15 @@ func CopyTree(src, dst string, skip ...string) error {
 			if err != nil {
 				return err
 			}
-			return copyFile(path, target, info.Mode().Perm()|0o200)
+			return CopyFile(path, target, info.Mode().Perm()|0o200)
 		default:
 			return errors.New("unexpected non-regular file in module: " + path)
 		}
 	})
 }
 
-func copyFile(src, dst string, perm os.FileMode) error {
+// CopyFile copies the file src to dst, made with perm if it is new.
+func CopyFile(src, dst string, perm os.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err

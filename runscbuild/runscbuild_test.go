@@ -85,7 +85,7 @@ func TestPrepareTreeAppliesSeriesWithoutBuildFiles(t *testing.T) {
 	src, commit := upstream(t, patchDir)
 	// The base of the go branch: the source without BUILD files.
 	base := t.TempDir()
-	if err := copyFile(filepath.Join(src, "a.txt"), filepath.Join(base, "a.txt"), 0o644); err != nil {
+	if err := CopyFile(filepath.Join(src, "a.txt"), filepath.Join(base, "a.txt"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	first := commit("first", "a.txt", "one\nTWO\nthree\n")
@@ -152,7 +152,7 @@ func TestPrepareTreeBrokenPatchNamesFileAndHunk(t *testing.T) {
 	patchDir := t.TempDir()
 	src, commit := upstream(t, patchDir)
 	base := t.TempDir()
-	if err := copyFile(filepath.Join(src, "a.txt"), filepath.Join(base, "a.txt"), 0o644); err != nil {
+	if err := CopyFile(filepath.Join(src, "a.txt"), filepath.Join(base, "a.txt"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	good := commit("good", "a.txt", "one\nTWO\nthree\n")
