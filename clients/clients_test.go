@@ -256,7 +256,7 @@ func TestHasOverlayAndNoise(t *testing.T) {
 }
 
 func TestSpecsAreCRIJSON(t *testing.T) {
-	pod, err := PodSpec("p", "u", "/l", "/kp/podu")
+	pod, err := PodSpecFor(PodOptions{Name: "p", UID: "u"}, "/l", "/kp/podu")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestSpecsAreCRIJSON(t *testing.T) {
 	if p.Metadata.UID != "u" || p.Linux.CgroupParent != "/kp/podu" || p.Linux.SecurityContext.NamespaceOptions.Network != 2 {
 		t.Errorf("pod spec %s", pod)
 	}
-	c, _ := ContainerSpec("app")
+	c, _ := ContainerSpecFor(ContainerOptions{Name: "app"}, false)
 	if !strings.Contains(string(c), ImageName) {
 		t.Errorf("container spec lacks the image: %s", c)
 	}

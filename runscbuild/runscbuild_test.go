@@ -113,37 +113,6 @@ func TestPrepareTreeAppliesSeriesWithoutBuildFiles(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tree, "pkg", "BUILD")); !os.IsNotExist(err) {
 		t.Errorf("BUILD file was applied to the go-branch tree (stat: %v)", err)
 	}
-	if v, err := TreeVersion(tree); err != nil || v != "v0" {
-		t.Errorf("TreeVersion = %q, %v, want v0", v, err)
-	}
-
-	// ResetTree serves another patch set from the same tree: back to the
-	// pristine source, build output gone, only the new set applied.
-	if err := os.WriteFile(filepath.Join(tree, "a.out"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := ResetTree(tree, nil, os.Stderr); err != nil {
-		t.Fatalf("ResetTree: %v", err)
-	}
-	got, err = os.ReadFile(filepath.Join(tree, "a.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff("one\ntwo\nthree\n", string(got)); diff != "" {
-		t.Errorf("a.txt after ResetTree with no patches (-want +got):\n%s", diff)
-	}
-	if _, err := os.Stat(filepath.Join(tree, "a.out")); !os.IsNotExist(err) {
-		t.Errorf("ResetTree left a file the pristine source lacks (stat: %v)", err)
-	}
-	if err := ResetTree(tree, series.Patches()[:1], os.Stderr); err != nil {
-		t.Fatalf("ResetTree: %v", err)
-	}
-	if got, _ := os.ReadFile(filepath.Join(tree, "a.txt")); string(got) != "one\nTWO\nthree\n" {
-		t.Errorf("a.txt after ResetTree with the first patch = %q", got)
-	}
-	if _, err := TreeVersion(t.TempDir()); err == nil {
-		t.Errorf("TreeVersion of a folder that is no tree: no error")
-	}
 }
 
 // A deliberately broken patch stops the build with an error that names the
