@@ -62,16 +62,6 @@ func Sides(i int) [2]string {
 	return [2]string{"baseline", "candidate"}
 }
 
-// Order lists which side runs when over n pairs, two entries per pair.
-func Order(n int) []string {
-	out := make([]string, 0, 2*n)
-	for i := 0; i < n; i++ {
-		s := Sides(i)
-		out = append(out, s[0], s[1])
-	}
-	return out
-}
-
 // NewPair pairs two samples and computes candidate/baseline.
 func NewPair(i int, baseline, candidate Sample) (Pair, error) {
 	if baseline.Seconds <= 0 || candidate.Seconds <= 0 {

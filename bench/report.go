@@ -129,14 +129,14 @@ func matrixWalls(m *report.Matrix, err error, src string) []ConformanceWall {
 	}
 	var out []ConformanceWall
 	for _, h := range m.Hosts {
-		w := ConformanceWall{Mode: string(h.Host) + " (VM)", Source: src, Seconds: h.WallSeconds, Results: len(h.Results), Status: h.Status, Note: firstLine(h.Problem)}
+		w := ConformanceWall{Mode: string(h.Host) + " (VM)", Source: src, Seconds: h.WallSeconds, Results: len(h.Results), Status: h.Status, Note: report.FirstLine(h.Problem)}
 		switch {
 		case h.Status != "" && h.Status != report.Reported:
 			// A VM that timed out or crashed ran no full conformance.
 			w.Seconds, w.Results = 0, 0
-			w.Note = strings.TrimSpace(fmt.Sprintf("not measured: the VM ended %q after %.0f s; %s", h.Status, h.WallSeconds, firstLine(h.Problem)))
+			w.Note = strings.TrimSpace(fmt.Sprintf("not measured: the VM ended %q after %.0f s; %s", h.Status, h.WallSeconds, report.FirstLine(h.Problem)))
 		case h.WallSeconds <= 0:
-			w.Note = strings.TrimSpace("not measured " + firstLine(h.Problem))
+			w.Note = strings.TrimSpace("not measured " + report.FirstLine(h.Problem))
 		}
 		out = append(out, w)
 	}
@@ -493,11 +493,6 @@ func cell(s string) string {
 		s = s[:600] + "…"
 	}
 	return s
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return line
 }
 
 func lastLine(s string) string {

@@ -184,7 +184,7 @@ func (s *Suite) Failures() []string {
 	var out []string
 	for _, sec := range s.Sections {
 		if sec.Problem != "" {
-			out = append(out, sec.Name+": "+firstLine(sec.Problem))
+			out = append(out, sec.Name+": "+report.FirstLine(sec.Problem))
 		}
 		if sec.Report == nil {
 			if sec.Problem == "" {

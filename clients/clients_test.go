@@ -2,7 +2,10 @@ package clients
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -41,6 +44,44 @@ func testHandlers() []Handler {
 	}
 }
 
+// parseTOML reads the TOML RenderConfig writes (no TOML library is in
+// go.mod): each value under its full key, table path and key joined by a
+// dot, strings unquoted, an array of tables' entries numbered ([0]). It
+// fails on a line that is neither a table, a key = value, a comment nor
+// blank, and on a key set twice.
+func parseTOML(t *testing.T, toml string) map[string]string {
+	t.Helper()
+	kv := regexp.MustCompile(`^([A-Za-z0-9_]+) = (.+)$`)
+	out := map[string]string{}
+	arrays := map[string]int{}
+	table := ""
+	for n, line := range strings.Split(toml, "\n") {
+		line = strings.TrimSpace(line)
+		switch m := tableHeader.FindStringSubmatch(line); {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case m != nil && strings.HasPrefix(line, "[["):
+			table = fmt.Sprintf("%s[%d]", m[1], arrays[m[1]])
+			arrays[m[1]]++
+		case m != nil:
+			table = m[1]
+		default:
+			m := kv.FindStringSubmatch(line)
+			if m == nil {
+				t.Fatalf("line %d is not TOML this test reads: %q", n+1, line)
+			}
+			key, v := table+"."+m[1], m[2]
+			if s, err := strconv.Unquote(v); err == nil && strings.HasPrefix(v, `"`) {
+				v = s
+			}
+			if _, dup := out[key]; dup {
+				t.Errorf("line %d sets %s twice", n+1, key)
+			}
+			out[key] = v
+		}
+	}
+	return out
+}
+
 func TestRenderConfig(t *testing.T) {
 	l := Layout{Base: "/tmp/cgc-x"}
 	for _, systemd := range []bool{false, true} {
@@ -53,43 +94,51 @@ func TestRenderConfig(t *testing.T) {
 			`plugins."io.containerd.cri.v1.runtime".containerd.runtimes."runsc-stock".options`,
 			`plugins."io.containerd.cri.v1.runtime".containerd.runtimes."runc".options`,
 		} {
-			found := false
-			for _, x := range ts {
-				found = found || x == want
-			}
-			if !found {
+			if !slices.Contains(ts, want) {
 				t.Errorf("no table [%s] in:\n%s", want, cfg)
 			}
 		}
-		for _, want := range []string{
-			`version = 3`,
-			`root = "/tmp/cgc-x/root"`,
-			`state = "/tmp/cgc-x/state"`,
-			`address = "/tmp/cgc-x/containerd.sock"`,
-			`sandbox = "` + ImageName + `"`,
-			`snapshotter = "native"`,
-			`restrict_oom_score_adj = true`,
-			`runtime_path = "/b/containerd-shim-runsc-v1-stock"`,
-			`ConfigPath = "/tmp/cgc-x/runsc-stock.toml"`,
-			`TypeUrl = "io.containerd.runsc.v1.options"`,
-			`BinaryName = "/usr/sbin/runc"`,
-			`Root = "/tmp/cgc-x/runc-root"`,
-		} {
-			if !strings.Contains(cfg, want) {
-				t.Errorf("systemd=%t: config lacks %q:\n%s", systemd, want, cfg)
+		rt := `plugins."io.containerd.cri.v1.runtime".containerd.runtimes.`
+		want := map[string]string{
+			".version":     "3",
+			".root":        "/tmp/cgc-x/root",
+			".state":       "/tmp/cgc-x/state",
+			"grpc.address": "/tmp/cgc-x/containerd.sock",
+			`plugins."io.containerd.cri.v1.images".pinned_images.sandbox`:            ImageName,
+			`plugins."io.containerd.cri.v1.images".snapshotter`:                      "native",
+			`plugins."io.containerd.transfer.v1.local".unpack_config[0].snapshotter`: "native",
+			`plugins."io.containerd.cri.v1.runtime".restrict_oom_score_adj`:          "true",
+			rt + `"runsc-stock".runtime_path`:                                        "/b/containerd-shim-runsc-v1-stock",
+			rt + `"runsc-stock".options.ConfigPath`:                                  "/tmp/cgc-x/runsc-stock.toml",
+			rt + `"runsc".options.TypeUrl`:                                           "io.containerd.runsc.v1.options",
+			rt + `"runc".options.BinaryName`:                                         "/usr/sbin/runc",
+			rt + `"runc".options.Root`:                                               "/tmp/cgc-x/runc-root",
+			rt + `"runc".options.SystemdCgroup`:                                      strconv.FormatBool(systemd),
+		}
+		got := parseTOML(t, cfg)
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("systemd=%t: %s = %q, want %q; config:\n%s", systemd, k, got[k], v, cfg)
 			}
 		}
-		wantSystemd := "SystemdCgroup = false"
-		if systemd {
-			wantSystemd = "SystemdCgroup = true"
-		}
-		if strings.Count(cfg, wantSystemd) != 1 {
-			t.Errorf("want %q once (the runc handler), config:\n%s", wantSystemd, cfg)
-		}
-		// Nothing may point outside the private base but the binaries.
-		for _, line := range strings.Split(cfg, "\n") {
-			if i := strings.Index(line, `"/`); i >= 0 && !strings.Contains(line, `"/tmp/cgc-x`) && !strings.Contains(line, `"/b/`) && !strings.Contains(line, `"/usr/sbin/runc"`) {
-				t.Errorf("path outside the base folder: %s", line)
+		// SystemdCgroup is the runc handler's alone; nothing may point
+		// outside the private base but the binaries.
+		for k, v := range got {
+			if strings.HasSuffix(k, ".SystemdCgroup") && k != rt+`"runc".options.SystemdCgroup` {
+				t.Errorf("%s set: only the runc handler has SystemdCgroup", k)
+			}
+			vs := []string{v}
+			if strings.HasPrefix(v, "[") { // an array of strings
+				vs = nil
+				for _, q := range regexp.MustCompile(`"[^"]*"`).FindAllString(v, -1) {
+					s, _ := strconv.Unquote(q)
+					vs = append(vs, s)
+				}
+			}
+			for _, v := range vs {
+				if strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "/tmp/cgc-x/") && !strings.HasPrefix(v, "/b/") && v != "/usr/sbin/runc" {
+					t.Errorf("%s holds %q: a path outside the base folder", k, v)
+				}
 			}
 		}
 	}
@@ -243,7 +292,7 @@ func TestHasOverlayAndNoise(t *testing.T) {
 }
 
 func TestSpecsAreCRIJSON(t *testing.T) {
-	pod, err := PodSpec("p", "u", "/l", "/kp/podu")
+	pod, err := PodSpecFor(PodOptions{Name: "p", UID: "u"}, "/l", "/kp/podu")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +311,7 @@ func TestSpecsAreCRIJSON(t *testing.T) {
 	if p.Metadata.UID != "u" || p.Linux.CgroupParent != "/kp/podu" || p.Linux.SecurityContext.NamespaceOptions.Network != 2 {
 		t.Errorf("pod spec %s", pod)
 	}
-	c, _ := ContainerSpec("app")
+	c, _ := ContainerSpecFor(ContainerOptions{Name: "app"}, false)
 	if !strings.Contains(string(c), ImageName) {
 		t.Errorf("container spec lacks the image: %s", c)
 	}

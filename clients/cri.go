@@ -61,11 +61,6 @@ type Mount struct {
 	ReadOnly      bool   `json:"readonly,omitempty"`
 }
 
-// PodSpec is the CRI PodSandboxConfig crictl reads (JSON).
-func PodSpec(name, uid, logDir, cgroupParent string) ([]byte, error) {
-	return PodSpecFor(PodOptions{Name: name, UID: uid}, logDir, cgroupParent)
-}
-
 // PodSpecFor is the CRI PodSandboxConfig of o (JSON): host network (no
 // CNI), and the host PID namespace and privilege when o asks for them.
 func PodSpecFor(o PodOptions, logDir, cgroupParent string) ([]byte, error) {
@@ -85,12 +80,6 @@ func PodSpecFor(o PodOptions, logDir, cgroupParent string) ([]byte, error) {
 			"security_context": sc,
 		},
 	}, "", "  ")
-}
-
-// ContainerSpec is the CRI ContainerConfig crictl reads (JSON): the local
-// image with its default command.
-func ContainerSpec(name string) ([]byte, error) {
-	return ContainerSpecFor(ContainerOptions{Name: name}, false)
 }
 
 // ContainerSpecFor is the CRI ContainerConfig of o (JSON); hostPID says

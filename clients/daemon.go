@@ -267,7 +267,7 @@ func (c *Containerd) startDaemon(ctx context.Context) error {
 		}
 		var files []string
 		for _, h := range c.Host.Hierarchies {
-			files = append(files, shellQuote(filepath.Join(h.Dir(cg), "cgroup.procs")))
+			files = append(files, ShellQuote(filepath.Join(h.Dir(cg), "cgroup.procs")))
 		}
 		script = "for f in " + strings.Join(files, " ") + "; do echo $$ >\"$f\" || exit 1; done; exec \"$@\""
 	}
@@ -594,7 +594,9 @@ func tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func shellQuote(s string) string {
+// ShellQuote quotes s for sh, always in single quotes (a quote inside
+// closes them, is escaped, and opens them again).
+func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 

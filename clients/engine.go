@@ -171,7 +171,7 @@ func (e *Engine) command(ctx context.Context, argv ...string) *exec.Cmd {
 	if cg := e.Cgroup(); cg != "" {
 		var joins []string
 		for _, h := range e.opts.Tree.Host.Hierarchies {
-			f := shellQuote(filepath.Join(h.Dir(cg), "cgroup.procs"))
+			f := ShellQuote(filepath.Join(h.Dir(cg), "cgroup.procs"))
 			join := "echo $$ >" + f + " || exit 1; "
 			if e.opts.Tree.Host.SystemdPID1 && h.Name() == "blkio" {
 				// On a systemd cgroup v1 host systemd removes it in the

@@ -122,53 +122,6 @@ func PrepareTree(m Module, dst string, patches []Patch, log io.Writer) error {
 	return nil
 }
 
-// ResetTree returns a tree made by PrepareTree to its pristine commit,
-// removes everything the pristine source lacks (build output, earlier
-// patches), and applies patches as PrepareTree does. It saves the copy and
-// the first commit when one tree serves many patch sets.
-func ResetTree(tree string, patches []Patch, log io.Writer) error {
-	g := git{dir: tree}
-	root, err := g.run("rev-list", "--max-parents=0", "HEAD")
-	if err != nil {
-		return err
-	}
-	_, _ = g.run("am", "--abort")
-	for _, args := range [][]string{
-		{"checkout", "-q", "--detach", "-f", strings.TrimSpace(root)},
-		{"clean", "-q", "-f", "-d", "-x"},
-	} {
-		if _, err := g.run(args...); err != nil {
-			return err
-		}
-	}
-	for i, p := range patches {
-		fmt.Fprintf(log, "runscbuild: applying %d/%d %s\n", i+1, len(patches), p.Name)
-		if err := g.am(p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// TreeVersion returns the module version a tree made by PrepareTree holds,
-// or an error when dir is no such tree.
-func TreeVersion(tree string) (string, error) {
-	g := git{dir: tree}
-	root, err := g.run("rev-list", "--max-parents=0", "HEAD")
-	if err != nil {
-		return "", err
-	}
-	subject, err := g.run("log", "-1", "--format=%s", strings.TrimSpace(root))
-	if err != nil {
-		return "", err
-	}
-	v, ok := strings.CutPrefix(strings.TrimSpace(subject), "pristine "+ModulePath+"@")
-	if !ok {
-		return "", fmt.Errorf("%s was not made by runscbuild (first commit %q)", tree, strings.TrimSpace(subject))
-	}
-	return v, nil
-}
-
 type git struct{ dir string }
 
 func (g git) command(args ...string) *exec.Cmd {
@@ -472,14 +425,15 @@ func CopyTree(src, dst string, skip ...string) error {
 			if err != nil {
 				return err
 			}
-			return copyFile(path, target, info.Mode().Perm()|0o200)
+			return CopyFile(path, target, info.Mode().Perm()|0o200)
 		default:
 			return errors.New("unexpected non-regular file in module: " + path)
 		}
 	})
 }
 
-func copyFile(src, dst string, perm os.FileMode) error {
+// CopyFile copies the file src to dst, made with perm if it is new.
+func CopyFile(src, dst string, perm os.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err

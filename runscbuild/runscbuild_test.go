@@ -85,7 +85,7 @@ func TestPrepareTreeAppliesSeriesWithoutBuildFiles(t *testing.T) {
 	src, commit := upstream(t, patchDir)
 	// The base of the go branch: the source without BUILD files.
 	base := t.TempDir()
-	if err := copyFile(filepath.Join(src, "a.txt"), filepath.Join(base, "a.txt"), 0o644); err != nil {
+	if err := CopyFile(filepath.Join(src, "a.txt"), filepath.Join(base, "a.txt"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	first := commit("first", "a.txt", "one\nTWO\nthree\n")
@@ -113,37 +113,6 @@ func TestPrepareTreeAppliesSeriesWithoutBuildFiles(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tree, "pkg", "BUILD")); !os.IsNotExist(err) {
 		t.Errorf("BUILD file was applied to the go-branch tree (stat: %v)", err)
 	}
-	if v, err := TreeVersion(tree); err != nil || v != "v0" {
-		t.Errorf("TreeVersion = %q, %v, want v0", v, err)
-	}
-
-	// ResetTree serves another patch set from the same tree: back to the
-	// pristine source, build output gone, only the new set applied.
-	if err := os.WriteFile(filepath.Join(tree, "a.out"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := ResetTree(tree, nil, os.Stderr); err != nil {
-		t.Fatalf("ResetTree: %v", err)
-	}
-	got, err = os.ReadFile(filepath.Join(tree, "a.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff("one\ntwo\nthree\n", string(got)); diff != "" {
-		t.Errorf("a.txt after ResetTree with no patches (-want +got):\n%s", diff)
-	}
-	if _, err := os.Stat(filepath.Join(tree, "a.out")); !os.IsNotExist(err) {
-		t.Errorf("ResetTree left a file the pristine source lacks (stat: %v)", err)
-	}
-	if err := ResetTree(tree, series.Patches()[:1], os.Stderr); err != nil {
-		t.Fatalf("ResetTree: %v", err)
-	}
-	if got, _ := os.ReadFile(filepath.Join(tree, "a.txt")); string(got) != "one\nTWO\nthree\n" {
-		t.Errorf("a.txt after ResetTree with the first patch = %q", got)
-	}
-	if _, err := TreeVersion(t.TempDir()); err == nil {
-		t.Errorf("TreeVersion of a folder that is no tree: no error")
-	}
 }
 
 // A deliberately broken patch stops the build with an error that names the
@@ -152,7 +121,7 @@ func TestPrepareTreeBrokenPatchNamesFileAndHunk(t *testing.T) {
 	patchDir := t.TempDir()
 	src, commit := upstream(t, patchDir)
 	base := t.TempDir()
-	if err := copyFile(filepath.Join(src, "a.txt"), filepath.Join(base, "a.txt"), 0o644); err != nil {
+	if err := CopyFile(filepath.Join(src, "a.txt"), filepath.Join(base, "a.txt"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	good := commit("good", "a.txt", "one\nTWO\nthree\n")

@@ -32,7 +32,7 @@ func TestUpstreamTestTree(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(base, filepath.Dir(f)), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := copyFile(filepath.Join(src, f), filepath.Join(base, f), 0o644); err != nil {
+		if err := CopyFile(filepath.Join(src, f), filepath.Join(base, f), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -211,7 +211,8 @@ func Find(binDir string) (*Binaries, error) {
 			return nil, fmt.Errorf("%s is missing (build it with make clients): %w", p, err)
 		}
 	}
-	if k := filepath.Join(binDir, "kubelet"); fileExists(k) {
+	k := filepath.Join(binDir, "kubelet")
+	if _, err := os.Stat(k); err == nil {
 		b.Kubelet = k
 	}
 	return b, nil
@@ -226,9 +227,4 @@ func (b *Binaries) Paths() []string {
 		out = append(out, b.RunscShim[f], b.Runsc[f])
 	}
 	return out
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -255,7 +256,7 @@ func (h *Host) ForFile(name string) ([]Hierarchy, error) {
 		return m, nil
 	}
 	for _, x := range m {
-		if contains(x.Controllers(), prefix) {
+		if slices.Contains(x.Controllers(), prefix) {
 			return []Hierarchy{x}, nil
 		}
 	}
@@ -324,7 +325,7 @@ func (t *Tree) mkdirIn(h Hierarchy, rel string) error {
 		}
 		return err
 	}
-	if contains(h.Controllers(), "cpuset") {
+	if slices.Contains(h.Controllers(), "cpuset") {
 		return CopyCpuset(parent, dir)
 	}
 	return nil
@@ -357,7 +358,7 @@ func EnableControllers(dir string) []string {
 	on, _ := os.ReadFile(control)
 	enabled := strings.Fields(string(on))
 	for _, c := range strings.Fields(string(b)) {
-		if contains(enabled, c) {
+		if slices.Contains(enabled, c) {
 			continue
 		}
 		if os.WriteFile(control, []byte("+"+c), 0o644) == nil {
@@ -391,7 +392,7 @@ func Nest(dir, leaf string) error {
 	}
 	on := EnableControllers(dir)
 	for _, c := range strings.Fields(string(avail)) {
-		if !contains(on, c) {
+		if !slices.Contains(on, c) {
 			return fmt.Errorf("controller %s not enabled in %s (a process left in it?)", c, dir)
 		}
 	}
@@ -592,7 +593,7 @@ func (h *Host) Usage(rel string) (time.Duration, error) {
 		}
 	}
 	for _, x := range h.Hierarchies {
-		if contains(x.Controllers(), "cpuacct") {
+		if slices.Contains(x.Controllers(), "cpuacct") {
 			b, err := os.ReadFile(filepath.Join(x.Dir(rel), "cpuacct.usage"))
 			if err != nil {
 				return 0, err
@@ -608,13 +609,4 @@ func (h *Host) Usage(rel string) (time.Duration, error) {
 func IsUnder(p, dir string) bool {
 	p, dir = path.Clean("/"+p), path.Clean("/"+dir)
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

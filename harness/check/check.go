@@ -5,6 +5,7 @@ package check
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -100,7 +101,7 @@ func PlacementFrom(want Want, roles []string, procs []report.Process, caller, or
 	hs := map[miss][]string{}
 	bad, checked := 0, 0
 	for _, p := range procs {
-		if len(roles) > 0 && !contains(roles, p.Role) {
+		if len(roles) > 0 && !slices.Contains(roles, p.Role) {
 			continue
 		}
 		for _, k := range keys {
@@ -247,7 +248,7 @@ func File(content string, equals *string, containsAll []string, empty bool) (str
 		fields := strings.Fields(c)
 		var missing []string
 		for _, w := range containsAll {
-			if !contains(fields, w) {
+			if !slices.Contains(fields, w) {
 				missing = append(missing, w)
 			}
 		}
@@ -311,15 +312,6 @@ func lastLines(s string, n int) string {
 		out = out[:300] + " … " + out[len(out)-300:]
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func dedup(xs []string) []string {

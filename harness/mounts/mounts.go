@@ -6,7 +6,6 @@ package mounts
 import (
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"sort"
 
@@ -24,15 +23,6 @@ func Under(dir string) ([]string, error) {
 	ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(abs))
 	if err != nil {
 		return nil, fmt.Errorf("reading /proc/self/mountinfo: %w", err)
-	}
-	return points(ms), nil
-}
-
-// UnderIn is Under for a mountinfo stream (tests, another process's).
-func UnderIn(r io.Reader, dir string) ([]string, error) {
-	ms, err := mountinfo.GetMountsFromReader(r, mountinfo.PrefixFilter(filepath.Clean(dir)))
-	if err != nil {
-		return nil, fmt.Errorf("reading mountinfo: %w", err)
 	}
 	return points(ms), nil
 }

@@ -282,3 +282,18 @@ func oneLine(s string, n int) string {
 	}
 	return s
 }
+
+// FirstLine is the first line of s with its leading and trailing white
+// space dropped: a problem or error's headline for a table note.
+func FirstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// OrNone is names joined by spaces, or "none" when there are none.
+func OrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, " ")
+}

@@ -303,7 +303,7 @@ func (r *Runner) restoreCallerControl(cs *caseState) {
 		control := filepath.Join(h.Dir(c), "cgroup.subtree_control")
 		b, _ := os.ReadFile(control)
 		for _, ctrl := range strings.Fields(string(b)) {
-			if !contains(cs.callerControl[h.Key], ctrl) {
+			if !slices.Contains(cs.callerControl[h.Key], ctrl) {
 				_ = os.WriteFile(control, []byte("-"+ctrl), 0o644)
 			}
 		}
@@ -319,7 +319,7 @@ func (r *Runner) nestedLeaves(cs *caseState) map[string]bool {
 	out := map[string]bool{}
 	nested := false
 	for _, in := range cs.order {
-		nested = nested || contains(in.sb.Options, "nested-cgroups")
+		nested = nested || slices.Contains(in.sb.Options, "nested-cgroups")
 	}
 	if !nested {
 		return out
@@ -337,7 +337,7 @@ func (r *Runner) nestedLeaves(cs *caseState) map[string]bool {
 func (r *Runner) strayProcs(cs *caseState) []int {
 	var out []int
 	for _, p := range descendants(os.Getpid()) {
-		if contains(intsToStrings(cs.holders), fmt.Sprint(p)) || cs.isForeign(p) {
+		if slices.Contains(intsToStrings(cs.holders), fmt.Sprint(p)) || cs.isForeign(p) {
 			continue
 		}
 		out = append(out, p)

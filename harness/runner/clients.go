@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -419,7 +420,7 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 	// pause process, the container's processes.
 	ref := r.refKey()
 	for _, p := range descendants(os.Getpid()) {
-		if !contains(intsToStrings(cs.holders), fmt.Sprint(p)) {
+		if !slices.Contains(intsToStrings(cs.holders), fmt.Sprint(p)) {
 			cs.holders = append(cs.holders, p)
 		}
 		if pc, err := cgroupfs.ProcCgroup(p); err == nil && pc[ref] == cs.caller[ref] {
@@ -477,7 +478,7 @@ func (r *Runner) moveCallerIntoLeaf(ctx context.Context, cs *caseState) error {
 			return err
 		}
 		for _, c := range strings.Fields(string(avail)) {
-			if !contains(strings.Fields(string(on)), c) {
+			if !slices.Contains(strings.Fields(string(on)), c) {
 				return fmt.Errorf("after the caller's move %s does not enable %s for its children (cgroup.subtree_control: %q)", dir, c, strings.TrimSpace(string(on)))
 			}
 		}
@@ -499,7 +500,7 @@ func (r *Runner) refKey() string {
 // waits until the exec'd process's stdio close.
 func (r *Runner) runInPod(ctx context.Context, cs *caseState, argv []string, timeout time.Duration, logPath string) cmdResult {
 	res := cmdResult{argv: argv, exit: -1}
-	script := `exec "$@" >>` + shellQuote(logPath) + ` 2>&1 </dev/null`
+	script := `exec "$@" >>` + clients.ShellQuote(logPath) + ` 2>&1 </dev/null`
 	st := cs.client.pod.Exec(ctx, timeout, append([]string{"/bin/sh", "-c", script, "sh"}, argv...)...)
 	res.dur = time.Duration(st.Seconds * float64(time.Second))
 	res.exit = st.Exit
@@ -513,8 +514,6 @@ func (r *Runner) runInPod(ctx context.Context, cs *caseState, argv []string, tim
 	}
 	return res
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // ctrNamespace is the containerd namespace of a ctr sandbox: one per
 // --root group, so one ID may live in two (the seed's collision).

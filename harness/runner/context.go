@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,7 +160,7 @@ func (r *Runner) makeThreaded(rel string) error {
 			return err
 		}
 		for _, c := range strings.Fields(string(on)) {
-			if !contains(threadedControllers, c) {
+			if !slices.Contains(threadedControllers, c) {
 				if err := os.WriteFile(control, []byte("-"+c), 0o644); err != nil {
 					return fmt.Errorf("disabling %s in %s: %w", c, control, err)
 				}
@@ -202,7 +203,7 @@ func (r *Runner) startCommand(join []string, argv []string, comm string) (int, e
 	for _, d := range join {
 		args = append(args, "--join", d)
 	}
-	if !contains(argv, "--") {
+	if !slices.Contains(argv, "--") {
 		args = append(args, "--")
 	}
 	args = append(args, argv...)

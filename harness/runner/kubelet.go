@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -520,7 +521,7 @@ func (r *Runner) kubeletCPUStep(ctx context.Context, cs *caseState, st *casefile
 func (r *Runner) cpuKey() string {
 	key := ""
 	for _, h := range r.host.Hierarchies {
-		if r.host.Mode == mode.V2 && h.V2 || r.host.Mode != mode.V2 && contains(h.Controllers(), "cpuacct") {
+		if r.host.Mode == mode.V2 && h.V2 || r.host.Mode != mode.V2 && slices.Contains(h.Controllers(), "cpuacct") {
 			key = h.Key
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -342,7 +343,7 @@ func nsdelegate() bool {
 	for _, line := range strings.Split(string(data), "\n") {
 		if _, after, ok := strings.Cut(line, " - cgroup2 "); ok {
 			f := strings.Fields(after)
-			if len(f) >= 2 && contains(strings.Split(f[1], ","), "nsdelegate") {
+			if len(f) >= 2 && slices.Contains(strings.Split(f[1], ","), "nsdelegate") {
 				return true
 			}
 		}
@@ -396,19 +397,10 @@ func (r *Runner) unmet(reqs []string) string {
 	return ""
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func minus(a, b []string) []string {
 	var out []string
 	for _, x := range a {
-		if !contains(b, x) {
+		if !slices.Contains(b, x) {
 			out = append(out, x)
 		}
 	}
@@ -875,7 +867,7 @@ func (r *Runner) decide(cs *caseState) {
 		for j, d := range cs.c.Divergences {
 			if d.Covers(cs.rt.Name, r.mode(), cs.cx, f.Step) {
 				f.Expected, used[j] = true, true
-				if !contains(reasons, d.Reason) {
+				if !slices.Contains(reasons, d.Reason) {
 					reasons = append(reasons, d.Reason)
 				}
 				break

@@ -1,6 +1,9 @@
 package runner
 
 import (
+	"errors"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -70,8 +73,40 @@ func TestCommands(t *testing.T) {
 			if len(notes) != tc.notes {
 				t.Errorf("notes %q", notes)
 			}
+			runtimeParses(t, tc.rt, tc.options, tc.action)
 		})
 	}
+}
+
+// runtimeParses runs the command for a container that does not exist with
+// the real runc or crun, where installed (runsc is built, not installed):
+// the runtime must refuse for want of the container, not for a flag or
+// argument it does not know.
+func runtimeParses(t *testing.T, rt Runtime, options []string, action string) {
+	t.Helper()
+	bin, err := exec.LookPath(rt.Kind)
+	if rt.Kind == "runsc" || err != nil {
+		return
+	}
+	dir := t.TempDir()
+	global, _ := rt.GlobalFlags(filepath.Join(dir, "root"), filepath.Join(dir, "log")+"/", options)
+	var args []string
+	if action == "update" {
+		args = []string{filepath.Join(dir, "update.json")}
+	}
+	out, err := exec.Command(bin, rt.Command(global, action, "id", filepath.Join(dir, "bundle"), args, "")...).CombinedOutput()
+	usage := regexp.MustCompile(`Incorrect Usage|flag provided but not defined|unrecognized option|invalid option|requires? (exactly )?\d+ arguments?|too (many|few) arguments`)
+	if m := usage.Find(out); m != nil || exitCode(err) == 64 { // crun's EX_USAGE
+		t.Errorf("%s refused the command line itself (%v): %s", bin, err, out)
+	}
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return 0
 }
 
 func TestKnownRefusal(t *testing.T) {

@@ -759,7 +759,7 @@ func (r *Runner) stopUnitStep(ctx context.Context, cs *caseState, st *casefile.S
 func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
 	key := ""
 	for _, h := range r.host.Hierarchies {
-		if r.host.Mode == mode.V2 && h.V2 || r.host.Mode != mode.V2 && contains(h.Controllers(), "cpuacct") {
+		if r.host.Mode == mode.V2 && h.V2 || r.host.Mode != mode.V2 && slices.Contains(h.Controllers(), "cpuacct") {
 			key = h.Key
 		}
 	}
@@ -1124,7 +1124,7 @@ func (r *Runner) removeEmptyStep(cs *caseState, ref string) (note, msg, detail s
 			busy[k] = append(busy[k], d.h.Name())
 		}
 	}
-	note = "removed in: " + orNone(removed) + "; absent in: " + orNone(absent)
+	note = "removed in: " + report.OrNone(removed) + "; absent in: " + report.OrNone(absent)
 	if n == 0 {
 		return note, "", ""
 	}
@@ -1158,11 +1158,4 @@ func holding(dir string) string {
 		return ""
 	}
 	return "; holds " + strings.Join(what, ", ")
-}
-
-func orNone(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, " ")
 }

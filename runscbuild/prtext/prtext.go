@@ -455,11 +455,6 @@ func EvidenceCommand(sels []Selector) string {
 	return "make evidence MATRIX_FLAGS=\"-run '" + RunRE(sels) + "'\""
 }
 
-// HasRuntime tells whether the run has any outcome of runtime name.
-func (r *Results) HasRuntime(name string) bool {
-	return slices.ContainsFunc(r.Outcomes, func(o Outcome) bool { return o.Runtime == name })
-}
-
 // row is a case in one context.
 type row struct{ Case, Context string }
 

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/harness/report"
 	"github.com/runsc-cgroups/cgconform/runscbuild"
 	"github.com/runsc-cgroups/cgconform/runscbuild/patchmail"
 )
@@ -712,7 +713,7 @@ func (k *checker) judgeOwnTests(own int) (Step, []Own) {
 	}
 	names, err := k.ownTests(fmt.Sprintf("HEAD~%d", own))
 	if err != nil {
-		return Step{Ran: true, Note: "finding its own tests: " + firstLine(err.Error()), Detail: err.Error()}, nil
+		return Step{Ran: true, Note: "finding its own tests: " + report.FirstLine(err.Error()), Detail: err.Error()}, nil
 	}
 	return judgeOwn(names, k.ran, k.counts)
 }
@@ -871,7 +872,7 @@ func goError(err error) string {
 			return l
 		}
 	}
-	return firstLine(err.Error())
+	return report.FirstLine(err.Error())
 }
 
 func (k *checker) detail(label, what, detail string) {
@@ -890,7 +891,7 @@ func failingLines(s string) string {
 		}
 	}
 	if len(keep) == 0 {
-		return firstLine(s)
+		return report.FirstLine(s)
 	}
 	return strings.Join(keep, "; ")
 }

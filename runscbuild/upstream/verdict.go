@@ -140,14 +140,6 @@ func (r Result) Summary() string {
 	return "master: " + master + "; go: " + goTree
 }
 
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
-}
-
 // Verdict is a pull request's two rows.
 type Verdict struct {
 	PR    string   `json:"pr"`

@@ -189,7 +189,7 @@ func (e *StaleError) Error() string {
 		}
 	}
 	fmt.Fprintf(&b, "%d pull requests' tables are not from their current patches' builds (stale: %s; build unproven: %s); no PR.md written for them:",
-		len(e.PRs), orNone(stale), orNone(unproven))
+		len(e.PRs), report.OrNone(stale), report.OrNone(unproven))
 	for _, r := range e.PRs {
 		fmt.Fprintf(&b, "\n  pull request %s, %s:", r.PR, tableName(r.Err.Selectors))
 		for _, p := range r.Err.Problems {
@@ -209,13 +209,6 @@ func tableName(sels []prtext.Selector) string {
 		names = append(names, s.String())
 	}
 	return "table of " + strings.Join(names, " ")
-}
-
-func orNone(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, " ")
 }
 
 // prepareOut makes out, or empties it if Write made it; any other

@@ -317,11 +317,6 @@ func cmdSeries(root string, args []string) error {
 	return nil
 }
 
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
 // cmdCheck checks every pull request alone and in order on upstream master
 // and on the go branch made from it, writes out/upstream-check/report.md
 // and report.json, and exits non-zero unless all pass.
@@ -396,7 +391,8 @@ func defaultReports(root string) string {
 		}
 		return strings.Join(kept, ",")
 	}
-	if def := filepath.Join(root, "out", "matrix", "report.json"); fileExists(def) {
+	def := filepath.Join(root, "out", "matrix", "report.json")
+	if _, err := os.Stat(def); err == nil {
 		return def
 	}
 	return ""
