@@ -1,0 +1,120 @@
+package casefile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	yamlv3 "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/yaml"
+)
+
+// LoadDir reads every *.yaml file in dir, sorted by name.
+func LoadDir(dir string) ([]*Case, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no case files (*.yaml) in %q: pass -cases with the cases directory", dir)
+	}
+	sort.Strings(files)
+	var cases []*Case
+	seen := map[string]string{}
+	for _, f := range files {
+		c, err := LoadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		if prev, ok := seen[c.Name]; ok {
+			return nil, fmt.Errorf("%s: name: %q already used by %s; give each case a unique name", c.at("name"), c.Name, prev)
+		}
+		seen[c.Name] = f
+		cases = append(cases, c)
+	}
+	return cases, nil
+}
+
+// LoadFile reads and validates one case file.
+func LoadFile(path string) (*Case, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := parse(b, path)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Parse decodes and validates a case. Errors name the line and the field.
+func Parse(b []byte) (*Case, error) { return parse(b, "") }
+
+func parse(b []byte, file string) (*Case, error) {
+	var doc yamlv3.Node
+	lerr := yamlv3.Unmarshal(b, &doc)
+	lines := fieldLines(&doc)
+	prefix := func(field string) string {
+		where := file
+		// A field the file leaves out (an implied cgroupsPath) is at its
+		// nearest written parent.
+		for f := field; f != ""; f = f[:max(strings.LastIndexAny(f, ".["), 0)] {
+			if n, ok := lines[f]; ok {
+				where = fmt.Sprintf("%s:%d", file, n)
+				break
+			}
+		}
+		if where == "" {
+			return ""
+		}
+		return where + ": "
+	}
+	if lerr != nil {
+		return nil, fmt.Errorf("%snot YAML: %w", prefix(""), lerr)
+	}
+	if fe := unknownKey(&doc, reflect.TypeFor[Case](), "", ""); fe != nil {
+		return nil, fmt.Errorf("%s%w", prefix(fe.Field), fe)
+	}
+	var c Case
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return nil, fmt.Errorf("%sdecoding case: %w (field names follow cases/README.md and runtime-spec's JSON names)", prefix(""), err)
+	}
+	c.File, c.lines = file, lines
+	c.normalize()
+	if err := c.Validate(); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return nil, fmt.Errorf("%s%w", prefix(fe.Field), err)
+		}
+		return nil, fmt.Errorf("%s%w", prefix(""), err)
+	}
+	for i, st := range c.Steps {
+		if e := st.Expect; e != nil && e.Fail && e.Output == "" {
+			f := fmt.Sprintf("steps[%d].expect", i)
+			c.Warnings = append(c.Warnings, prefix(f)+f+": fail: true without output passes on any failure, for any reason; add output: (a substring of what the runtime prints for the reason the case means)")
+		}
+	}
+	return &c, nil
+}
+
+// at is "file:line" of a field ("" parts left out).
+func (c *Case) at(field string) string {
+	if n, ok := c.lines[field]; ok {
+		return fmt.Sprintf("%s:%d", c.File, n)
+	}
+	return c.File
+}
+
+// normalize fills defaults the schema documents: step IDs.
+func (c *Case) normalize() {
+	for i := range c.Steps {
+		if c.Steps[i].ID == "" {
+			c.Steps[i].ID = fmt.Sprintf("%d-%s", i+1, c.Steps[i].Do)
+		}
+	}
+}
