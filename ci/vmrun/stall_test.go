@@ -116,7 +116,9 @@ func TestRunEndsStalledGuest(t *testing.T) {
 	for _, scenario := range []string{"hang", "lockup"} {
 		t.Run(scenario, func(t *testing.T) {
 			vm, _ := fakeVM(t, scenario, time.Hour)
-			vm.Watchdog = NewWatchdog(time.Now(), func(string) time.Duration { return 300 * time.Millisecond })
+			// 3 s: under a loaded machine (CI's VMs beside) the fake
+			// guest took more than 300 ms to print its first line.
+			vm.Watchdog = NewWatchdog(time.Now(), func(string) time.Duration { return 3 * time.Second })
 			vm.StallCheck = 50 * time.Millisecond
 			res, err := vm.Run(context.Background())
 			if err != nil {
