@@ -464,8 +464,7 @@ func (c *Containerd) ImportImage(ctx context.Context, ns string) Step {
 }
 
 // Procs lists this containerd's processes (itself, the shims, runsc, the
-// containers' processes: its family, the processes Stop would kill) with
-// their cgroups.
+// containers' processes) with their cgroups.
 func (c *Containerd) Procs() []Proc {
 	var out []Proc
 	for _, p := range familyNow(c.daemon.Start, c.PID) {
@@ -496,10 +495,8 @@ type StopReport struct {
 	Errors      []string `json:"errors,omitempty"`
 }
 
-// Stop ends containerd (SIGTERM, SIGKILL after 10 s), kills by PID what
-// its family left running (see family: what descends from us and started
-// since containerd did, never a process found by its command line),
-// unmounts what it left mounted, and removes the base folder, the
+// Stop ends containerd (SIGTERM, SIGKILL after 10 s), kills what it left
+// running, unmounts what it left mounted, and removes the base folder, the
 // shim sockets and the /run/containerd folders that appeared with it. It
 // leaves the test tree's cgroups to the caller, which checks them first.
 func (c *Containerd) Stop() StopReport {

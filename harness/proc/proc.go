@@ -251,15 +251,9 @@ func Family(all []Stat, self, pgrp int, since uint64, root int) []Stat {
 	for _, s := range all {
 		switch {
 		case s.PID == root && s.PPID == self:
-			// The daemon itself, still our child: its children (and
-			// theirs) are found below it.
 			roots = append(roots, s.PID)
 			out = append(out, s)
 		case s.PPID == self && s.Pgrp != pgrp && s.Start >= since && since > 0:
-			// An orphan re-parented to us as subreaper: what a family
-			// member daemonized by double-forking (a shim, conmon), or
-			// what a killed daemon or shim left. Only our descendants
-			// can be re-parented to us.
 			roots = append(roots, s.PID)
 			out = append(out, s)
 		}
