@@ -98,8 +98,8 @@ type Containerd struct {
 	exited      chan struct{}
 	// daemon is containerd, named by PID and start time; its start time
 	// is where the family Stop kills begins (see family).
-	daemon  proc.Process
-	logFile *os.File
+	daemon proc.Process
+	logFile     *os.File
 	// shimRun notes what of /run/containerd existed before, so Stop
 	// removes only what this containerd's shims made.
 	shimRun shimRun
