@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
 
 var tableHeader = regexp.MustCompile(`^\s*\[\[?([^\]]+)\]\]?\s*$`)
@@ -163,43 +161,55 @@ root = "/r/runsc"
 	}
 }
 
-func TestFamilyAndRoles(t *testing.T) {
-	const self, pgrp, since = 5, 5, 1000
-	base := "/tmp/cgclients-1"
-	p := func(pid, ppid, pg int, start uint64, comm string, argv ...string) procInfo {
-		return procInfo{Stat: proc.Stat{PID: pid, PPID: ppid, Pgrp: pg, Start: start, Comm: comm, State: 'S'}, argv: argv}
+func TestParseStat(t *testing.T) {
+	for _, tc := range []struct {
+		stat      string
+		pid, ppid int
+		comm      string
+		bad       bool
+	}{
+		{stat: "123 (containerd) S 1 123 123 0 -1", pid: 123, ppid: 1, comm: "containerd"},
+		{stat: "77 (a) b) (c) R 55 77 0", pid: 77, ppid: 55, comm: "a) b) (c"},
+		{stat: "88 (runsc-sandbox) S 87 1 1", pid: 88, ppid: 87, comm: "runsc-sandbox"},
+		{stat: "garbage", bad: true},
+		{stat: "9 (x)", bad: true},
+	} {
+		pid, ppid, comm, err := parseStat(tc.stat)
+		if (err != nil) != tc.bad {
+			t.Errorf("%q: err %v, want bad=%t", tc.stat, err, tc.bad)
+			continue
+		}
+		if !tc.bad && (pid != tc.pid || ppid != tc.ppid || comm != tc.comm) {
+			t.Errorf("%q: got %d %d %q", tc.stat, pid, ppid, comm)
+		}
 	}
+}
+
+func TestOursAndRoles(t *testing.T) {
+	base := "/tmp/cgclients-1"
 	all := []procInfo{
-		p(1, 0, 1, 1, "init", "/sbin/init"),
-		p(5, 1, 5, 900, "cgconform", "cgconform"),
-		p(10, 5, 10, 1000, "containerd", "/b/containerd", "--config", base+"/config.toml"),
-		// Shims double-forked: adopted by us, the subreaper.
-		p(20, 5, 20, 1100, "containerd-shim", "/b/containerd-shim-runsc-v1-patched", "-namespace", "k8s.io", "-address", base+"/containerd.sock"),
-		p(21, 20, 21, 1101, "exe", "runsc-sandbox", "--root="+base+"/runsc-root/runsc", "boot"),
-		p(22, 20, 22, 1101, "exe", "runsc-gofer", "--root="+base+"/runsc-root/runsc", "gofer"),
-		p(30, 5, 30, 1200, "containerd-shim", "/b/containerd-shim-runc-v2", "-address", base+"/containerd.sock"),
-		p(31, 30, 31, 1201, "sh", "/bin/sh", "-c", "sleep"),
-		p(32, 31, 31, 1202, "sleep", "sleep", "1000"),
-		// containerd's own child, while it runs.
-		p(33, 10, 10, 1300, "runc", "runc", "--root", base+"/runc", "delete"),
-		// Another containerd on the same machine naming our base: not ours.
-		p(40, 1, 40, 1100, "containerd-shim", "/usr/bin/containerd-shim-runc-v2", "-address", base+"/containerd.sock"),
-		p(41, 40, 40, 1100, "sleep", "sleep"),
-		// Our own child in our group (a holder the caller started).
-		p(50, 5, 5, 1400, "sleep", "sleep", "100000"),
-		// An orphan we adopted before containerd started.
-		p(60, 5, 60, 950, "runsc-sandbox", "runsc-sandbox", "boot"),
+		{pid: 1, ppid: 0, comm: "init", argv: []string{"/sbin/init"}},
+		{pid: 10, ppid: 1, comm: "containerd", argv: []string{"/b/containerd", "--config", base + "/config.toml"}},
+		{pid: 20, ppid: 1, comm: "containerd-shim", argv: []string{"/b/containerd-shim-runsc-v1-patched", "-namespace", "k8s.io", "-address", base + "/containerd.sock"}},
+		{pid: 21, ppid: 20, comm: "exe", argv: []string{"runsc-sandbox", "--root=" + base + "/runsc-root/runsc", "boot"}},
+		{pid: 22, ppid: 20, comm: "exe", argv: []string{"runsc-gofer", "--root=" + base + "/runsc-root/runsc", "gofer"}},
+		{pid: 30, ppid: 1, comm: "containerd-shim", argv: []string{"/b/containerd-shim-runc-v2", "-address", base + "/containerd.sock"}},
+		{pid: 31, ppid: 30, comm: "sh", argv: []string{"/bin/sh", "-c", "sleep"}},
+		{pid: 32, ppid: 31, comm: "sleep", argv: []string{"sleep", "1000"}},
+		// Another containerd on the same machine, not ours.
+		{pid: 40, ppid: 1, comm: "containerd-shim", argv: []string{"/usr/bin/containerd-shim-runc-v2", "-address", "/tmp/cgclients-10/containerd.sock"}},
+		{pid: 41, ppid: 40, comm: "sleep", argv: []string{"sleep"}},
 	}
 	got := map[int]string{}
-	for _, p := range family(all, self, pgrp, since, 10) {
-		got[p.PID] = role(p, 10)
+	for _, p := range ours(all, 10, base) {
+		got[p.pid] = role(p, 10)
 	}
-	want := map[int]string{10: RoleContainerd, 20: RoleShim, 21: RoleSandbox, 22: RoleGofer, 30: RoleShim, 31: RoleContainer, 32: RoleContainer, 33: RoleRunc}
+	want := map[int]string{10: RoleContainerd, 20: RoleShim, 21: RoleSandbox, 22: RoleGofer, 30: RoleShim, 31: RoleContainer, 32: RoleContainer}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("family (-want +got):\n%s", diff)
+		t.Errorf("ours (-want +got):\n%s", diff)
 	}
-	if f := family(all, self, pgrp, 0, -1); len(f) != 0 {
-		t.Errorf("a family that never started picked %v", f)
+	if len(ours(all, -1, "")) != 0 {
+		t.Error("an empty base matched processes")
 	}
 }
 

@@ -22,7 +22,6 @@ import (
 	"github.com/runsc-cgroups/cgconform/clients/ociimage"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mounts"
-	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
 
 // ShimSocketDir is where containerd's shim library puts every shim's socket,
@@ -96,9 +95,6 @@ type Containerd struct {
 	opts        Options
 	cmd         *exec.Cmd
 	exited      chan struct{}
-	// daemon is containerd, named by PID and start time; its start time
-	// is where the family Stop kills begins (see family).
-	daemon proc.Process
 	logFile     *os.File
 	// shimRun notes what of /run/containerd existed before, so Stop
 	// removes only what this containerd's shims made.
@@ -130,11 +126,6 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 	host, err := cgroupfs.Detect()
 	if err != nil {
 		return nil, err
-	}
-	// What the shims daemonize is re-parented to us and so found by
-	// descent (family); the runner is a subreaper already.
-	if err := proc.Subreaper(); err != nil {
-		return nil, fmt.Errorf("becoming a child subreaper (to find what containerd's shims daemonize): %w", err)
 	}
 	base, err := os.MkdirTemp(o.BaseParent, "cgclients-")
 	if err != nil {
@@ -286,12 +277,7 @@ func (c *Containerd) startDaemon(ctx context.Context) error {
 		return fmt.Errorf("starting containerd: %w", err)
 	}
 	c.cmd, c.PID = cmd, cmd.Process.Pid
-	// Not reaped before the goroutine's Wait: the PID is still its.
-	c.daemon, err = proc.Identify(c.PID)
 	go func() { cmd.Wait(); release(); close(c.exited) }()
-	if err != nil {
-		return fmt.Errorf("containerd (pid %d): %w", c.PID, err)
-	}
 	c.logf("containerd pid %d, base %s, cgroup %q", c.PID, c.Layout.Base, c.DaemonCgroup())
 	return nil
 }
@@ -467,12 +453,12 @@ func (c *Containerd) ImportImage(ctx context.Context, ns string) Step {
 // containers' processes) with their cgroups.
 func (c *Containerd) Procs() []Proc {
 	var out []Proc
-	for _, p := range familyNow(c.daemon.Start, c.PID) {
-		cg, err := cgroupfs.ProcCgroup(p.PID)
-		if err != nil || p.Gone() {
+	for _, p := range ours(readProcs("/proc"), c.PID, c.Layout.Base) {
+		cg, err := cgroupfs.ProcCgroup(p.pid)
+		if err != nil {
 			continue // gone meanwhile
 		}
-		pr := Proc{PID: p.PID, PPID: p.PPID, Role: role(p, c.PID), Comm: p.Comm, Cgroups: cg}
+		pr := Proc{PID: p.pid, PPID: p.ppid, Role: role(p, c.PID), Comm: p.comm, Cgroups: cg}
 		if pr.Role == RoleSandbox || pr.Role == RoleGofer {
 			pr.ID, pr.Root = runscIdentity(p.argv)
 		}
@@ -486,7 +472,7 @@ type StopReport struct {
 	// Exit is how containerd ended: "SIGTERM" or "SIGKILL after 10s".
 	Exit string `json:"exit"`
 	// Killed are processes still alive after containerd stopped (shims,
-	// sandboxes, containers: its family), killed by PID.
+	// sandboxes, containers), killed by PID.
 	Killed []Proc `json:"killed,omitempty"`
 	// Unmounted are mounts left below the base folder.
 	Unmounted []string `json:"unmounted,omitempty"`
@@ -502,13 +488,30 @@ type StopReport struct {
 func (c *Containerd) Stop() StopReport {
 	var r StopReport
 	if c.cmd != nil && c.cmd.Process != nil {
-		killed, err := c.daemon.Stop(10*time.Second, c.exited)
-		r.Exit = map[bool]string{false: "SIGTERM", true: "SIGKILL after 10s"}[killed]
-		if err != nil {
-			r.Errors = append(r.Errors, "containerd: "+err.Error())
+		_ = syscall.Kill(c.PID, syscall.SIGTERM)
+		select {
+		case <-c.exited:
+			r.Exit = "SIGTERM"
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(c.PID, syscall.SIGKILL)
+			<-c.exited
+			r.Exit = "SIGKILL after 10s"
 		}
 	}
-	r.Killed = killFamily(c.daemon.Start, -1)
+	for round := 0; round < 5; round++ {
+		left := ours(readProcs("/proc"), -1, c.Layout.Base)
+		if len(left) == 0 {
+			break
+		}
+		for _, p := range left {
+			if round == 0 {
+				cg, _ := cgroupfs.ProcCgroup(p.pid)
+				r.Killed = append(r.Killed, Proc{PID: p.pid, PPID: p.ppid, Role: role(p, -1), Comm: p.comm, Cgroups: cg})
+			}
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if c.logFile != nil {
 		c.logFile.Close()
 	}

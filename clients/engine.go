@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 
 	"github.com/runsc-cgroups/cgconform/clients/ociimage"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
-	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
 
 // Engines: Debian's Docker (docker.io 20.10: dockerd, its own containerd
@@ -72,12 +70,6 @@ type Engine struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	log  *os.File
-	// daemon is dockerd by PID and start time; since, the start time of
-	// the first process the engine ran (dockerd, or podman's first
-	// command), where the family Stop kills begins (see family).
-	daemon  proc.Process
-	sinceMu sync.Mutex
-	since   uint64
 	// shimRun: Docker's containerd puts its shims' sockets in
 	// /run/containerd/s too.
 	shimRun shimRun
@@ -100,10 +92,6 @@ func StartEngine(ctx context.Context, o EngineOptions) (e *Engine, err error) {
 	bin := map[string]string{Docker: "dockerd", Podman: "podman"}[o.Kind]
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("%s is not installed (Debian's docker.io and podman; the matrix's VM images have them): %w", bin, err)
-	}
-	// conmon and the shims double-fork: as a subreaper we adopt them.
-	if err := proc.Subreaper(); err != nil {
-		return nil, fmt.Errorf("becoming a child subreaper (to find what %s daemonizes): %w", o.Kind, err)
 	}
 	base, err := os.MkdirTemp("/run", "cg"+o.Kind+"-")
 	if err != nil {
@@ -190,22 +178,11 @@ func (e *Engine) command(ctx context.Context, argv ...string) *exec.Cmd {
 	return cmd
 }
 
-func (e *Engine) start(cmd *exec.Cmd) (release func(), err error) {
+func (e *Engine) start(cmd *exec.Cmd) (func(), error) {
 	if e.opts.StartCmd != nil {
-		release, err = e.opts.StartCmd(cmd)
-	} else {
-		release, err = func() {}, cmd.Start()
+		return e.opts.StartCmd(cmd)
 	}
-	if err == nil {
-		// cmd is not reaped before its Wait: the PID is still its.
-		id, ierr := proc.Identify(cmd.Process.Pid)
-		e.sinceMu.Lock()
-		if ierr == nil && (e.since == 0 || id.Start < e.since) {
-			e.since = id.Start
-		}
-		e.sinceMu.Unlock()
-	}
-	return release, err
+	return func() {}, cmd.Start()
 }
 
 // DockerConfig is the daemon.json of a private dockerd: the runtimes (runc
@@ -244,11 +221,7 @@ func (e *Engine) startDockerd(ctx context.Context) error {
 		return fmt.Errorf("starting dockerd: %w", err)
 	}
 	e.cmd, e.PID, e.done = cmd, cmd.Process.Pid, make(chan struct{})
-	e.daemon, err = proc.Identify(e.PID)
 	go func(done chan struct{}) { cmd.Wait(); release(); close(done) }(e.done)
-	if err != nil {
-		return fmt.Errorf("dockerd (pid %d): %w", e.PID, err)
-	}
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		select {
 		case <-e.done:
@@ -322,16 +295,19 @@ func (e *Engine) stopDaemon() {
 	if e.cmd == nil {
 		return
 	}
-	if _, err := e.daemon.Stop(30*time.Second, e.done); err != nil {
-		fmt.Fprintf(e.log, "stopping dockerd: %v\n", err)
+	_ = syscall.Kill(e.PID, syscall.SIGTERM)
+	select {
+	case <-e.done:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(e.PID, syscall.SIGKILL)
+		<-e.done
 	}
 	e.cmd = nil
 }
 
 // Stop removes what is left: every container (podman rm -f), dockerd
-// (SIGTERM), what the engine's processes left running (shims, conmon,
-// runtimes: the family, by PID, see family), mounts below Base, Base. It
-// returns what it could not undo.
+// (SIGTERM), any process whose command line names Base (shims, conmon,
+// runtimes), mounts below Base, Base. It returns what it could not undo.
 func (e *Engine) Stop() []string {
 	var errs []string
 	ctx := context.Background()
@@ -341,10 +317,16 @@ func (e *Engine) Stop() []string {
 		}
 	}
 	e.stopDaemon()
-	e.sinceMu.Lock()
-	since := e.since
-	e.sinceMu.Unlock()
-	killFamily(since, -1)
+	for round := 0; round < 5; round++ {
+		left := ours(readProcs("/proc"), -1, e.Base)
+		if len(left) == 0 {
+			break
+		}
+		for _, p := range left {
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	_, serrs := e.shimRun.clean()
 	errs = append(errs, serrs...)
 	if e.log != nil {

@@ -18,8 +18,6 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"sigs.k8s.io/yaml"
-
-	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
 
 // A real kubelet (issue 26), standalone: no API server, pods from a
@@ -295,7 +293,6 @@ type Kubelet struct {
 	PID                       int
 	ReadOnlyPort, HealthzPort int
 	cmd                       *exec.Cmd
-	proc                      proc.Process
 	exited                    chan struct{}
 	logFile                   *os.File
 }
@@ -364,7 +361,6 @@ func (c *Containerd) StartKubelet(ctx context.Context, o KubeletOptions) (k *Kub
 		return nil, fmt.Errorf("starting the kubelet: %w", err)
 	}
 	k.cmd, k.PID = cmd, cmd.Process.Pid
-	k.proc, err = proc.Identify(k.PID) // not reaped before the Wait below
 	go func() { cmd.Wait(); release(); close(k.exited) }()
 	c.logf("kubelet pid %d, folder %s, read-only port %d", k.PID, k.Dir, k.ReadOnlyPort)
 	defer func() {
@@ -373,9 +369,6 @@ func (c *Containerd) StartKubelet(ctx context.Context, o KubeletOptions) (k *Kub
 			k = nil
 		}
 	}()
-	if err != nil {
-		return k, fmt.Errorf("the kubelet (pid %d): %w", k.PID, err)
-	}
 	if o.Limit <= 0 {
 		o.Limit = 3 * time.Minute
 	}
@@ -539,8 +532,17 @@ func (k *Kubelet) Stop() error {
 		return nil
 	default:
 	}
-	if _, err := k.proc.Stop(10*time.Second, k.exited); err != nil {
-		return fmt.Errorf("the kubelet: %w", err)
+	_ = syscall.Kill(k.PID, syscall.SIGTERM)
+	select {
+	case <-k.exited:
+		return nil
+	case <-time.After(10 * time.Second):
 	}
-	return nil
+	_ = syscall.Kill(k.PID, syscall.SIGKILL)
+	select {
+	case <-k.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("the kubelet (pid %d) did not exit after SIGKILL", k.PID)
+	}
 }

@@ -2,17 +2,12 @@ package clients
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
-
-	"golang.org/x/sys/unix"
-
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
-	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
 
 // Proc is one process the run saw, and where it was.
@@ -44,85 +39,90 @@ const (
 
 // procInfo is what /proc says about one process.
 type procInfo struct {
-	proc.Stat
-	argv []string
+	pid, ppid int
+	comm      string
+	argv      []string
 }
 
-// readProcs lists every process of the machine with its command line.
-// Processes that exit while it reads are skipped.
-func readProcs() []procInfo {
+// parseStat reads pid, comm and ppid from /proc/PID/stat; comm may hold
+// spaces and parentheses, so it is cut at the last ')'.
+func parseStat(stat string) (pid, ppid int, comm string, err error) {
+	open, close := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if open < 0 || close < open {
+		return 0, 0, "", fmt.Errorf("malformed stat %q", stat)
+	}
+	if pid, err = strconv.Atoi(strings.TrimSpace(stat[:open])); err != nil {
+		return 0, 0, "", fmt.Errorf("malformed stat pid in %q", stat)
+	}
+	comm = stat[open+1 : close]
+	f := strings.Fields(stat[close+1:])
+	if len(f) < 2 {
+		return 0, 0, "", fmt.Errorf("malformed stat %q", stat)
+	}
+	if ppid, err = strconv.Atoi(f[1]); err != nil {
+		return 0, 0, "", fmt.Errorf("malformed stat ppid in %q", stat)
+	}
+	return pid, ppid, comm, nil
+}
+
+// readProcs lists every process of the machine. Processes that exit while
+// it reads are skipped.
+func readProcs(proc string) []procInfo {
+	ents, _ := os.ReadDir(proc)
 	var out []procInfo
-	for _, s := range proc.All() {
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(s.PID), "cmdline"))
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join(proc, e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		pid, ppid, comm, err := parseStat(string(stat))
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(proc, e.Name(), "cmdline"))
 		var argv []string
 		for _, a := range bytes.Split(bytes.TrimRight(cmdline, "\x00"), []byte{0}) {
 			if len(a) > 0 {
 				argv = append(argv, string(a))
 			}
 		}
-		out = append(out, procInfo{Stat: s, argv: argv})
+		out = append(out, procInfo{pid: pid, ppid: ppid, comm: comm, argv: argv})
 	}
 	return out
 }
 
-// family is what one daemon and the clients' commands run with it left
-// on the machine: proc.Family of this process, since the family's first
-// process started (since, in clock ticks), daemon its still running
-// root. Descent alone covers a daemon's children while it runs (a
-// containerd's runc and runsc commands, the containers under a runc
-// shim, dockerd's containerd); a containerd shim or conmon double-forks
-// to daemonize and escapes that chain, but clients.Start made this
-// process a child subreaper, so such orphans are re-parented here and
-// found as adopted children. A process on the machine that merely names
-// the base folder, not started below us, is never picked (issue 48).
-func family(all []procInfo, self, pgrp int, since uint64, daemon int) []procInfo {
-	stats := make([]proc.Stat, len(all))
-	byPID := map[int]procInfo{}
-	for i, p := range all {
-		stats[i], byPID[p.PID] = p.Stat, p
+// ours picks the processes of one private containerd: the daemon (pid), every
+// process whose command line names the base folder (the shims carry the
+// socket's path, runsc its root), and all their descendants (the
+// containers' own processes under runc).
+func ours(all []procInfo, daemon int, base string) []procInfo {
+	children := map[int][]procInfo{}
+	for _, p := range all {
+		children[p.ppid] = append(children[p.ppid], p)
 	}
+	seen := map[int]bool{}
 	var out []procInfo
-	for _, s := range proc.Family(stats, self, pgrp, since, daemon) {
-		out = append(out, byPID[s.PID])
+	var add func(p procInfo)
+	add = func(p procInfo) {
+		if seen[p.pid] {
+			return
+		}
+		seen[p.pid] = true
+		out = append(out, p)
+		for _, c := range children[p.pid] {
+			add(c)
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	for _, p := range all {
+		if p.pid == daemon || mentions(p.argv, base) {
+			add(p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].pid < out[j].pid })
 	return out
-}
-
-// familyNow is family on the machine as it is, for this process.
-func familyNow(since uint64, daemon int) []procInfo {
-	return family(readProcs(), os.Getpid(), unix.Getpgrp(), since, daemon)
-}
-
-// killFamily SIGKILLs by PID (and start time) what familyNow finds, up to
-// five rounds (a killed shim's children are adopted next), reaps the
-// orphans among them, and returns what it killed.
-func killFamily(since uint64, daemon int) []Proc {
-	var killed []Proc
-	seen := map[proc.Process]bool{}
-	for round := 0; ; round++ {
-		var left []procInfo
-		for _, p := range familyNow(since, daemon) {
-			if p.Gone() {
-				proc.Of(p.Stat).Reap()
-			} else {
-				left = append(left, p)
-			}
-		}
-		if len(left) == 0 || round == 5 {
-			break
-		}
-		for _, p := range left {
-			if id := proc.Of(p.Stat); !seen[id] {
-				seen[id] = true
-				cg, _ := cgroupfs.ProcCgroup(p.PID)
-				killed = append(killed, Proc{PID: p.PID, PPID: p.PPID, Role: role(p, daemon), Comm: p.Comm, Cgroups: cg})
-			}
-			_ = proc.Of(p.Stat).Signal(unix.SIGKILL)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return killed
 }
 
 // runscIdentity is the container ID (the last argument) and --root of a
@@ -141,14 +141,26 @@ func runscIdentity(argv []string) (id, root string) {
 	return argv[len(argv)-1], root
 }
 
+func mentions(argv []string, base string) bool {
+	if base == "" {
+		return false
+	}
+	for _, a := range argv {
+		if a == base || strings.HasPrefix(a, base+"/") || strings.Contains(a, "="+base+"/") || strings.Contains(a, "://"+base+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // role names what a process of the private containerd is.
 func role(p procInfo, daemon int) string {
-	name := p.Comm
+	name := p.comm
 	if len(p.argv) > 0 {
 		name = filepath.Base(p.argv[0])
 	}
 	switch {
-	case p.PID == daemon:
+	case p.pid == daemon:
 		return RoleContainerd
 	case strings.HasPrefix(name, "containerd-shim"):
 		return RoleShim
