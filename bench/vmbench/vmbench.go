@@ -1,12 +1,12 @@
 // Package vmbench runs cgbench inside a throw-away QEMU VM of one cgroup
-// mode and brings its report back. It boots the VM as the matrix boots a
-// mode, with vmimage.Boot: the cached Debian kernel, busybox initramfs and
-// systemd disk of ci/vmimage (built on first use in out/cache/vm), a
-// payload disk whose command runs cgbench instead of the harness, the
-// framed results on the VM's second serial port (or the payload disk), and
-// ci/vmrun's time limit, which kills qemu's whole process group on every
-// way out. The systemd modes boot the matrix's Debian disk (snapshot, never
-// written) with the real clients on the payload, for the CRI scenario.
+// mode and brings its report back. It reuses the matrix's tooling: the
+// cached Debian kernel, busybox initramfs and systemd disk of ci/vmimage
+// (built on first use in out/cache/vm), a payload disk whose command runs
+// cgbench instead of the harness, the framed results on the VM's second
+// serial port (or the payload disk), and ci/vmrun's time limit, which kills
+// qemu's whole process group on every way out. The systemd modes boot the
+// matrix's Debian disk (snapshot, never written) with the real clients on
+// the payload, for the CRI scenario.
 package vmbench
 
 import (
@@ -152,9 +152,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			fmt.Fprintf(o.Log, "vm-%s: "+format+"\n", append([]any{o.Mode}, args...)...)
 		}
 	}
-	// No results of an earlier run stay when the images fail (vmimage.Boot
-	// empties and makes Dir when it boots).
 	if err := os.RemoveAll(o.Dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
 
@@ -185,9 +186,24 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return boot(ctx, o, mode, kernel, base, logf)
 }
 
-// payload is what the VM gets: cgbench, both runsc binaries and the
-// clients in /payload/bin, and Command in place of the harness.
-func payload(o Options) vmimage.Payload {
+// bootSetup is how a mode boots, as the matrix boots it: a busybox mode
+// from its initramfs with the payload as the only disk; a systemd mode
+// from the Debian disk (a snapshot: the cached image is never written) with
+// the payload as the second disk.
+func bootSetup(m vmimage.Mode, base, payload string) (disks []vmrun.Disk, initrd, cmdline string) {
+	args := []string{"console=ttyS0", "panic=-1", "loglevel=4"}
+	if m.Base == vmimage.BaseSystemd {
+		disks = []vmrun.Disk{{Path: base, Snapshot: true}, {Path: payload}}
+		args = append(args, "root=/dev/nvme0n1", "rw", "rootfstype=ext4", "systemd.show_status=0", "quiet", "cgm.payload=/dev/nvme0n2")
+	} else {
+		initrd = base
+		disks = []vmrun.Disk{{Path: payload}}
+		args = append(args, "rdinit=/init", "cgm.payload=/dev/nvme0n1")
+	}
+	return disks, initrd, strings.Join(append(args, m.Cmdline...), " ")
+}
+
+func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, base string, logf func(string, ...any)) (*Result, error) {
 	p := vmimage.Payload{
 		Bins:    map[string]string{"cgbench": o.Cgbench, "runsc-stock": o.Stock, "runsc-patched": o.Patched},
 		Command: Command(WithBudget(o.Args, o.Timeout)),
@@ -197,52 +213,56 @@ func payload(o Options) vmimage.Payload {
 			p.Bins[name] = path
 		}
 	}
-	return p
-}
-
-// boot boots the VM as the matrix boots a mode (vmimage.Boot), without the
-// Debian disk in the busybox modes, and reads what cgbench sent.
-func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, base string, logf func(string, ...any)) (*Result, error) {
-	// Beside Dir, which Boot empties before it makes the payload disk.
-	staged, err := payload(o).Stage(o.Dir + ".payload")
+	staged, err := p.Stage(filepath.Join(o.Dir, "payload"))
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(staged.Dir)
-	b := &vmimage.Boot{
-		Mode: mode, Kernel: kernel, Base: base,
-		CPUs: o.CPUs, MemoryMiB: o.MemoryMiB, KVM: o.KVM, Timeout: o.Timeout, Dir: o.Dir,
+	disk, err := staged.Disk(ctx, o.Dir)
+	os.RemoveAll(staged.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(disk)
+
+	disks, initrd, cmdline := bootSetup(mode, base, disk)
+	vm := &vmrun.VM{
+		Kernel:     kernel,
+		Initrd:     initrd,
+		Cmdline:    cmdline,
+		Disks:      disks,
+		CPUs:       o.CPUs,
+		MemoryMiB:  o.MemoryMiB,
+		KVM:        o.KVM,
+		Timeout:    o.Timeout,
+		ConsoleLog: filepath.Join(o.Dir, "console.log"),
+		ReportPath: filepath.Join(o.Dir, "serial-report.txt"),
+		TailLines:  40,
 		OnLine: func(line string) {
 			if o.Log != nil && strings.TrimSpace(line) != "" {
 				fmt.Fprintf(o.Log, "[vm-%s] %s\n", o.Mode, line)
 			}
 		},
 	}
+	if err := os.WriteFile(filepath.Join(o.Dir, "qemu-args.txt"), []byte(strings.Join(vm.Args(), "\n")+"\n"), 0o644); err != nil {
+		return nil, err
+	}
 	accel := "QEMU TCG (no KVM)"
 	if o.KVM {
 		accel = "QEMU KVM"
 	}
-	res := &Result{Exit: -1, Where: fmt.Sprintf("%s VM, mode %s, %d vCPUs, %d MiB, kernel %s", accel, o.Mode, b.CPUs, b.MemoryMiB, filepath.Base(filepath.Dir(kernel)))}
-	console := filepath.Join(o.Dir, "console.log")
-	logf("booting: %s, time limit %s; console in %s", res.Where, o.Timeout, console)
-	booted, err := b.Run(ctx, staged)
-	if booted.Disk != "" {
-		defer os.Remove(booted.Disk)
-	}
-	if err != nil {
-		return nil, err
-	}
-	run := booted.Result
+	res := &Result{Exit: -1, Where: fmt.Sprintf("%s VM, mode %s, %d vCPUs, %d MiB, kernel %s", accel, o.Mode, vm.CPUs, vm.MemoryMiB, filepath.Base(filepath.Dir(kernel)))}
+	logf("booting: %s, time limit %s; console in %s", res.Where, o.Timeout, vm.ConsoleLog)
+	run, err := vm.Run(ctx)
 	if run != nil {
 		res.Boot, res.Wall = run.Boot, run.Wall
 	}
-	if booted.RunErr != nil {
-		res.Problem = booted.RunErr.Error()
+	if err != nil {
+		res.Problem = err.Error()
 		return res, nil
 	}
-	files := booted.Files
-	if booted.CollectErr != nil {
-		res.Problem = run.Stopped(o.Timeout) + "; " + run.ConsoleTail() + booted.CollectErr.Error()
+	files, cerr := vmimage.Collect(ctx, vm.ReportPath, disk)
+	if cerr != nil {
+		res.Problem = run.Stopped(o.Timeout) + "; " + run.ConsoleTail() + cerr.Error()
 		return res, nil
 	}
 	if err := vmrun.WriteFiles(o.Dir, files); err != nil {
@@ -254,7 +274,7 @@ func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, base string
 	res.Report = files["report.json"]
 	switch {
 	case res.Report == nil:
-		res.Problem = fmt.Sprintf("the VM sent its results without report.json (cgbench exit %d); see %s and %s", res.Exit, filepath.Join(o.Dir, "cgbench.md"), console)
+		res.Problem = fmt.Sprintf("the VM sent its results without report.json (cgbench exit %d); see %s and %s", res.Exit, filepath.Join(o.Dir, "cgbench.md"), vm.ConsoleLog)
 	case run.TimedOut:
 		res.Problem = fmt.Sprintf("the VM hit its %s limit after sending its results", o.Timeout)
 	}

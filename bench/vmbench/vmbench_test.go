@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 )
 
 // The payload script must hand cgbench its flags exactly, whatever they
@@ -95,25 +97,35 @@ func TestRunNeedsClientsInSystemdModes(t *testing.T) {
 	}
 }
 
-// The VM's payload: cgbench and both runsc binaries under their fixed
-// names, the clients beside them (never in place of ours), and Command with
-// the budget in place of the harness.
-func TestPayload(t *testing.T) {
-	o := Options{
-		Cgbench: "/b/cgbench", Stock: "/b/stock", Patched: "/b/patched",
-		Clients: map[string]string{"crictl": "/c/crictl", "containerd": "/c/containerd", "runsc-stock": "/c/runsc-stock"},
-		Args:    []string{"-pairs", "2"}, Timeout: time.Hour,
-	}
-	p := payload(o)
-	want := map[string]string{"cgbench": "/b/cgbench", "runsc-stock": "/b/stock", "runsc-patched": "/b/patched",
-		"crictl": "/c/crictl", "containerd": "/c/containerd"}
-	if diff := cmp.Diff(want, p.Bins); diff != "" {
-		t.Errorf("payload bins (-want +got):\n%s", diff)
-	}
-	if want := Command([]string{"-pairs", "2", "-budget", "50m0s"}); p.Command != want {
-		t.Errorf("payload command = %q, want %q", p.Command, want)
-	}
-	if p.CasesDir != "" || p.HarnessArgs != "" {
-		t.Errorf("payload has harness inputs: %+v", p)
+func TestBootSetup(t *testing.T) {
+	for _, tc := range []struct {
+		mode      string
+		wantDisks int
+		cmdline   []string
+	}{
+		{"v2", 1, []string{"rdinit=/init", "cgm.payload=/dev/nvme0n1", "cgm.mode=v2"}},
+		{"systemd-v1", 2, []string{"root=/dev/nvme0n1", "cgm.payload=/dev/nvme0n2", "systemd.unified_cgroup_hierarchy=0"}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			m, err := vmimage.ModeByName(tc.mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			disks, initrd, cmdline := bootSetup(m, "/base", "/payload.ext4")
+			if len(disks) != tc.wantDisks || disks[len(disks)-1].Path != "/payload.ext4" {
+				t.Errorf("disks %+v", disks)
+			}
+			if m.Base == vmimage.BaseSystemd && (initrd != "" || !disks[0].Snapshot || disks[0].Path != "/base") {
+				t.Errorf("systemd mode: initrd %q, disks %+v: want the base disk as a snapshot, no initrd", initrd, disks)
+			}
+			if m.Base == vmimage.BaseBusybox && initrd != "/base" {
+				t.Errorf("busybox mode: initrd %q", initrd)
+			}
+			for _, w := range tc.cmdline {
+				if !strings.Contains(cmdline, w) {
+					t.Errorf("cmdline %q lacks %q", cmdline, w)
+				}
+			}
+		})
 	}
 }

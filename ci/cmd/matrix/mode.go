@@ -21,18 +21,57 @@ import (
 // bound, if not nil, is the stall bound of each case (vmrun.Watchdog).
 func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debian string, p *vmimage.Staged, kvm bool, timeout time.Duration, bound func(string) time.Duration) report.HostRun {
 	mr := report.HostRun{Host: mode.Host(m.Name), About: m.About, Status: report.NoReport}
-	b := &vmimage.Boot{
-		Mode: m, Kernel: kernel, Base: base, Debian: debian, KernelArgs: strings.Fields(o.kernelArgs),
-		CPUs: o.cpus, MemoryMiB: o.mem, KVM: kvm, Timeout: timeout,
-		Dir: filepath.Join(o.out, m.Name), OnLine: lineHandler(m.Name, o.quiet), Stall: bound,
+	dir := filepath.Join(o.out, m.Name)
+	if err := os.RemoveAll(dir); err != nil {
+		mr.Problem = err.Error()
+		return mr
 	}
-	booted, err := b.Run(ctx, p)
-	mr.PayloadSeconds = booted.PayloadTime.Seconds()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		mr.Problem = err.Error()
+		return mr
+	}
+	t0 := time.Now()
+	disk, err := p.Disk(ctx, dir)
+	mr.PayloadSeconds = time.Since(t0).Seconds()
 	if err != nil {
 		mr.Problem = err.Error()
 		return mr
 	}
-	dir, disk, vm, res := b.Dir, booted.Disk, booted.VM, booted.Result
+	cmdline := []string{"console=ttyS0", "panic=-1", "loglevel=4"}
+	vm := &vmrun.VM{
+		Kernel:     kernel,
+		CPUs:       o.cpus,
+		MemoryMiB:  o.mem,
+		KVM:        kvm,
+		Timeout:    timeout,
+		ConsoleLog: filepath.Join(dir, "console.log"),
+		ReportPath: filepath.Join(dir, "serial-report.txt"),
+		OnLine:     lineHandler(m.Name, o.quiet),
+	}
+	if bound != nil {
+		vm.Watchdog = vmrun.NewWatchdog(time.Now(), bound)
+	}
+	switch m.Base {
+	case vmimage.BaseBusybox:
+		vm.Initrd = base
+		vm.Disks = []vmrun.Disk{{Path: disk}}
+		cmdline = append(cmdline, "rdinit=/init", "cgm.payload=/dev/nvme0n1")
+		if debian != "" {
+			// The systemd disk lends Docker and Podman (files/init).
+			vm.Disks = []vmrun.Disk{{Path: debian, Snapshot: true}, {Path: disk}}
+			cmdline = append(cmdline[:len(cmdline)-1], "cgm.payload=/dev/nvme0n2", "cgm.debian=/dev/nvme0n1")
+		}
+	case vmimage.BaseSystemd:
+		vm.Disks = []vmrun.Disk{{Path: base, Snapshot: true}, {Path: disk}}
+		cmdline = append(cmdline, "root=/dev/nvme0n1", "rw", "rootfstype=ext4", "systemd.show_status=0", "quiet",
+			"cgm.payload=/dev/nvme0n2")
+	}
+	vm.Cmdline = strings.Join(append(append(cmdline, m.Cmdline...), strings.Fields(o.kernelArgs)...), " ")
+	if err := os.WriteFile(filepath.Join(dir, "qemu-args.txt"), []byte(strings.Join(vm.Args(), "\n")+"\n"), 0o644); err != nil {
+		mr.Problem = err.Error()
+		return mr
+	}
+	res, err := vm.Run(ctx)
 	if res != nil {
 		mr.BootSeconds = res.Boot.Seconds()
 		mr.WallSeconds = res.Wall.Seconds()
@@ -42,11 +81,11 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debia
 			fmt.Printf("matrix: mode %s: the guest powered off but qemu stayed up; stopped it\n", m.Name)
 		}
 	}
-	if err := booted.RunErr; err != nil {
+	if err != nil {
 		mr.Status, mr.Problem = report.Crashed, err.Error()
 		return mr
 	}
-	files, ferr := booted.Files, booted.CollectErr
+	files, ferr := vmimage.Collect(ctx, vm.ReportPath, disk)
 	if ferr != nil {
 		mr.Status = report.NoReport
 		if res.Stall != nil {
