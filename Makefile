@@ -43,13 +43,19 @@ install: dist
 
 # README "Use it": its marked snippets, as written, from the release
 # tarball, in a systemd cgroup v2 VM (ci/commands/use-it.sh); the result
-# in out/use-it/systemd-v2/result.txt.
+# in out/use-it/systemd-v2/harness/result.txt; fails unless every snippet passed.
 use-it: dist cgconform
 	rm -f bin/useit-*.sh bin/runsc-*-linux-amd64.tar.gz
 	$(GO) run ./cmd/useit -readme README.md -out bin
 	cp out/dist/$$(awk '{print $$2}' out/dist/SHA256SUMS) bin/
-	$(GO) run ./ci/cmd/matrix -modes systemd-v2 -jobs 1 -out out/use-it -command ci/commands/use-it.sh \
+	rm -rf out/use-it
+	-$(GO) run ./ci/cmd/matrix -modes systemd-v2 -jobs 1 -out out/use-it -command ci/commands/use-it.sh \
 		-bins "$$(cd bin && ls useit-*.sh runsc-*-linux-amd64.tar.gz | paste -sd, -)" $(MATRIX_FLAGS)
+	@# A -command VM sends no harness report (the matrix says no-report):
+	@# the verdict is the script's own exit status.
+	@cat out/use-it/systemd-v2/harness/result.txt
+	@test "$$(cat out/use-it/systemd-v2/harness/exit-code 2>/dev/null)" = 0 || \
+		{ echo "use-it: FAILED (out/use-it/systemd-v2/console.log)"; exit 1; }
 
 # bin/runsc-pr-NN-name: stock runsc with one pull request of the series (and
 # the ones it needs), for that pull request's before/after table; for one

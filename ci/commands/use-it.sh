@@ -23,11 +23,15 @@ say "ok install: $(runsc --version | head -1)"
 
 # A bundle for the snippets' runsc run (an OCI bundle the caller has).
 mkdir -p /bundle/rootfs/bin
-cp /bin/busybox /bundle/rootfs/bin/ && /bundle/rootfs/bin/busybox --install -s /bundle/rootfs/bin
+cp /bin/busybox /bundle/rootfs/bin/
+for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "/bundle/rootfs/bin/$a"; done
 (cd /bundle && runsc spec -- /bin/sleep 1000 && sed -i 's/"terminal": true/"terminal": false/' config.json)
 
 # leaf: the caller is a privileged pod's container: cgroup C with its main
 # process, a cgroup namespace rooted at C and cgroup2 mounted from there.
+# A kubelet's pod cgroup has every controller; systemd enables only what
+# its units ask for.
+sed 's/[a-z_]*/+&/g' /sys/fs/cgroup/cgroup.controllers >/sys/fs/cgroup/cgroup.subtree_control
 C=/sys/fs/cgroup/pod-useit
 mkdir $C
 sleep 1000 &
@@ -57,14 +61,14 @@ runsc --root /run/runsc delete --force actor-2
 # docker and podman: the engine has a busybox image; the snippet runs one
 # container; a second run proves the kernel was gVisor's. What a user's
 # engines already have: the VM image masks Debian's daemons and has no
-# overlay module and no network.
+# overlay or bridge module and no network.
 systemctl unmask docker.service docker.socket containerd.service >/dev/null
 mkdir -p /etc/systemd/system/docker.service.d /etc/containers/containers.conf.d
-printf '[Service]\nExecStart=\nExecStart=/usr/sbin/dockerd -H fd:// --containerd=/run/containerd/containerd.sock --storage-driver=vfs --iptables=false\n' >/etc/systemd/system/docker.service.d/vm.conf
-printf '[storage]\ndriver = "vfs"\n' >/etc/containers/storage.conf
+printf '[Service]\nExecStart=\nExecStart=/usr/sbin/dockerd -H unix:///run/docker.sock --storage-driver=vfs --bridge=none --iptables=false\n' >/etc/systemd/system/docker.service.d/vm.conf
+printf '[storage]\ndriver = "vfs"\nrunroot = "/run/containers/storage"\ngraphroot = "/var/lib/containers/storage"\n' >/etc/containers/storage.conf
 printf '[containers]\nnetns = "none"\n' >/etc/containers/containers.conf.d/00-vm.conf
 systemctl daemon-reload
-systemctl start docker
+systemctl start docker || { journalctl -u docker.service --no-pager | tail -15; fail "docker: dockerd did not start in this VM"; }
 tar -C /bundle/rootfs -c . | docker import - busybox >/dev/null
 snippet docker
 docker run --rm --runtime runsc busybox dmesg | grep -q gVisor || fail "docker: the container's kernel is not gVisor's"
