@@ -48,6 +48,8 @@ func TestCommands(t *testing.T) {
 		{"runc systemd", Runtime{Kind: "runc"}, []string{"systemd-cgroup"}, "start", []string{"--root", "/r", "--systemd-cgroup", "start", "id"}, 0},
 		{"crun systemd", Runtime{Kind: "crun"}, []string{"systemd-cgroup"}, "kill", []string{"--root", "/r", "--cgroup-manager=systemd", "kill", "id", "KILL"}, 0},
 		{"runc has no nested mode", Runtime{Kind: "runc"}, []string{"nested-cgroups"}, "state", []string{"--root", "/r", "state", "id"}, 1},
+		{"crun ignore-cgroups", Runtime{Kind: "crun"}, []string{"ignore-cgroups"}, "create", []string{"--root", "/r", "--cgroup-manager=disabled", "create", "--bundle", "/b", "id"}, 0},
+		{"runc has no ignore-cgroups", Runtime{Kind: "runc"}, []string{"ignore-cgroups"}, "create", []string{"--root", "/r", "create", "--bundle", "/b", "id"}, 1},
 		// Each runtime's own update, reading the fragment from a file.
 		{"runsc update", Runtime{Kind: "runsc"}, nil, "update", []string{"--root", "/r", "--network=none", "--debug-log=/l/", "update", "--resources", "/b/update.json", "id"}, 0},
 		{"runc update", Runtime{Kind: "runc"}, nil, "update", []string{"--root", "/r", "update", "--resources", "/b/update.json", "id"}, 0},

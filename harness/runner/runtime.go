@@ -149,6 +149,8 @@ func (r *Runtime) GlobalFlags(root, logs string, options []string) (flags []stri
 		case "ignore-cgroups":
 			if r.Kind == "runsc" {
 				flags = append(flags, "--ignore-cgroups")
+			} else if r.Kind == "crun" {
+				flags = append(flags, "--cgroup-manager=disabled")
 			} else {
 				notes = append(notes, r.Kind+" has no --ignore-cgroups; ran managing cgroups")
 			}
