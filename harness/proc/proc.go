@@ -103,9 +103,6 @@ func Identify(pid int) (Process, error) {
 	return Process{PID: pid, Start: s.Start}, nil
 }
 
-// Of names the process s describes.
-func Of(s Stat) Process { return Process{PID: s.PID, Start: s.Start} }
-
 // stat is p's /proc entry, ErrGone if its PID names another process now.
 func (p Process) stat() (Stat, error) {
 	s, err := ReadStat(p.PID)
@@ -191,23 +188,6 @@ func (p Process) Stop(grace time.Duration, exited <-chan struct{}) (killed bool,
 	return true, nil
 }
 
-// Reap collects p's exit status when p is a zombie child of this process
-// that no exec.Cmd waits for (an orphan it adopted as a subreaper).
-func (p Process) Reap() {
-	if s, err := p.stat(); err == nil && s.Gone() && s.PPID == os.Getpid() {
-		var ws unix.WaitStatus
-		_, _ = unix.Wait4(p.PID, &ws, unix.WNOHANG, nil)
-	}
-}
-
-// Subreaper makes this process a child subreaper (PR_SET_CHILD_SUBREAPER):
-// an orphan among its descendants, such as a shim that double-forked to
-// daemonize, is re-parented to it rather than to init, so it stays found
-// by descent.
-func Subreaper() error {
-	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-}
-
 // Descendants returns, from all, every process below the roots (not the
 // roots themselves), by parent PID.
 func Descendants(all []Stat, roots ...int) []Stat {
@@ -234,29 +214,4 @@ func Descendants(all []Stat, roots ...int) []Stat {
 		walk(r)
 	}
 	return out
-}
-
-// Family picks from all what a process family started by this process
-// (self, in the process group pgrp) since the clock tick since left: the
-// processes below root (a daemon still running), and, as self is a child
-// subreaper, the orphans it adopted that started since then, with what
-// is below them. An adopted orphan is told from a child the caller
-// started itself by its process group: the caller's own children stay in
-// pgrp, while the families run in their own groups (Setpgid) and what
-// they daemonize keeps or leaves those. Nothing outside self's
-// descendants is ever picked.
-func Family(all []Stat, self, pgrp int, since uint64, root int) []Stat {
-	roots := []int{}
-	var out []Stat
-	for _, s := range all {
-		switch {
-		case s.PID == root && s.PPID == self:
-			roots = append(roots, s.PID)
-			out = append(out, s)
-		case s.PPID == self && s.Pgrp != pgrp && s.Start >= since && since > 0:
-			roots = append(roots, s.PID)
-			out = append(out, s)
-		}
-	}
-	return append(out, Descendants(all, roots...)...)
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -120,64 +118,3 @@ func TestSignalOnlyTheNamedProcess(t *testing.T) {
 	<-exited
 }
 
-func TestFamily(t *testing.T) {
-	s := func(pid, ppid, pgrp int, start uint64) Stat {
-		return Stat{PID: pid, PPID: ppid, Pgrp: pgrp, Start: start, State: 'S'}
-	}
-	all := []Stat{
-		s(1, 0, 1, 1), s(5, 1, 5, 50),
-		s(10, 5, 10, 100), s(11, 10, 10, 110), // the daemon and its child
-		s(20, 5, 20, 120), s(21, 20, 21, 121), // adopted shim and its sandbox
-		s(30, 5, 5, 130),   // the caller's own child, in its group
-		s(40, 5, 40, 90),   // adopted before the family started
-		s(50, 1, 50, 140),  // someone else's
-		s(51, 50, 50, 141), // and below it
-	}
-	var got []int
-	for _, p := range Family(all, 5, 5, 100, 10) {
-		got = append(got, p.PID)
-	}
-	if diff := cmp.Diff([]int{10, 20, 11, 21}, got); diff != "" {
-		t.Errorf("Family (-want +got):\n%s", diff)
-	}
-	if f := Family(all, 5, 5, 0, -1); len(f) != 0 {
-		t.Errorf("Family with no start picked %v", f)
-	}
-}
-
-// A double-forked grandchild escapes the parent chain; under a subreaper
-// it is adopted, found by Family and stopped by PID.
-func TestSubreaperAdoptsDoubleFork(t *testing.T) {
-	if err := Subreaper(); err != nil {
-		t.Skip("no PR_SET_CHILD_SUBREAPER:", err)
-	}
-	self, _ := ReadStat(os.Getpid())
-	cmd := exec.Command("sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
-	p, err := Identify(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Signal(unix.SIGKILL); p.Wait(nil, 5*time.Second); p.Reap() })
-	var found bool
-	for _, s := range Family(All(), os.Getpid(), unix.Getpgrp(), self.Start, -1) {
-		found = found || Of(s) == p
-	}
-	if !found {
-		t.Fatalf("the adopted sleep %d is not in the family", pid)
-	}
-	if _, err := p.Stop(5*time.Second, nil); err != nil || p.Alive() {
-		t.Fatalf("Stop: %v", err)
-	}
-	p.Reap()
-	if _, err := ReadStat(pid); err == nil {
-		if s, _ := ReadStat(pid); s.Start == p.Start {
-			t.Errorf("the adopted sleep was not reaped: %+v", s)
-		}
-	}
-}

@@ -998,12 +998,3 @@ func (r *Runner) managedKeys() []string {
 	}
 	return out
 }
-
-func (r *Runner) hierarchyName(key string) string {
-	for _, h := range r.host.Hierarchies {
-		if h.Key == key {
-			return h.Name()
-		}
-	}
-	return key
-}

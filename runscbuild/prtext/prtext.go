@@ -221,14 +221,6 @@ func orUnknown(s string) string {
 	return s
 }
 
-// splitCase splits the matrix's "name [context]".
-func splitCase(s string) (name, context string) {
-	if i := strings.LastIndex(s, " ["); i > 0 && strings.HasSuffix(s, "]") {
-		return s[:i], s[i+2 : len(s)-1]
-	}
-	return s, ""
-}
-
 func (r *Results) addMode(mode string) {
 	if !slices.Contains(r.Modes, mode) {
 		r.Modes = append(r.Modes, mode)
