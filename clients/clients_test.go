@@ -161,30 +161,6 @@ root = "/r/runsc"
 	}
 }
 
-func TestParseStat(t *testing.T) {
-	for _, tc := range []struct {
-		stat      string
-		pid, ppid int
-		comm      string
-		bad       bool
-	}{
-		{stat: "123 (containerd) S 1 123 123 0 -1", pid: 123, ppid: 1, comm: "containerd"},
-		{stat: "77 (a) b) (c) R 55 77 0", pid: 77, ppid: 55, comm: "a) b) (c"},
-		{stat: "88 (runsc-sandbox) S 87 1 1", pid: 88, ppid: 87, comm: "runsc-sandbox"},
-		{stat: "garbage", bad: true},
-		{stat: "9 (x)", bad: true},
-	} {
-		pid, ppid, comm, err := parseStat(tc.stat)
-		if (err != nil) != tc.bad {
-			t.Errorf("%q: err %v, want bad=%t", tc.stat, err, tc.bad)
-			continue
-		}
-		if !tc.bad && (pid != tc.pid || ppid != tc.ppid || comm != tc.comm) {
-			t.Errorf("%q: got %d %d %q", tc.stat, pid, ppid, comm)
-		}
-	}
-}
-
 func TestOursAndRoles(t *testing.T) {
 	base := "/tmp/cgclients-1"
 	all := []procInfo{

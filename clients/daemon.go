@@ -453,7 +453,7 @@ func (c *Containerd) ImportImage(ctx context.Context, ns string) Step {
 // containers' processes) with their cgroups.
 func (c *Containerd) Procs() []Proc {
 	var out []Proc
-	for _, p := range ours(readProcs("/proc"), c.PID, c.Layout.Base) {
+	for _, p := range ours(readProcs(), c.PID, c.Layout.Base) {
 		cg, err := cgroupfs.ProcCgroup(p.pid)
 		if err != nil {
 			continue // gone meanwhile
@@ -499,7 +499,7 @@ func (c *Containerd) Stop() StopReport {
 		}
 	}
 	for round := 0; round < 5; round++ {
-		left := ours(readProcs("/proc"), -1, c.Layout.Base)
+		left := ours(readProcs(), -1, c.Layout.Base)
 		if len(left) == 0 {
 			break
 		}

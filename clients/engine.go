@@ -318,7 +318,7 @@ func (e *Engine) Stop() []string {
 	}
 	e.stopDaemon()
 	for round := 0; round < 5; round++ {
-		left := ours(readProcs("/proc"), -1, e.Base)
+		left := ours(readProcs(), -1, e.Base)
 		if len(left) == 0 {
 			break
 		}

@@ -2,12 +2,13 @@ package clients
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
 
 // Proc is one process the run saw, and where it was.
@@ -44,52 +45,19 @@ type procInfo struct {
 	argv      []string
 }
 
-// parseStat reads pid, comm and ppid from /proc/PID/stat; comm may hold
-// spaces and parentheses, so it is cut at the last ')'.
-func parseStat(stat string) (pid, ppid int, comm string, err error) {
-	open, close := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
-	if open < 0 || close < open {
-		return 0, 0, "", fmt.Errorf("malformed stat %q", stat)
-	}
-	if pid, err = strconv.Atoi(strings.TrimSpace(stat[:open])); err != nil {
-		return 0, 0, "", fmt.Errorf("malformed stat pid in %q", stat)
-	}
-	comm = stat[open+1 : close]
-	f := strings.Fields(stat[close+1:])
-	if len(f) < 2 {
-		return 0, 0, "", fmt.Errorf("malformed stat %q", stat)
-	}
-	if ppid, err = strconv.Atoi(f[1]); err != nil {
-		return 0, 0, "", fmt.Errorf("malformed stat ppid in %q", stat)
-	}
-	return pid, ppid, comm, nil
-}
-
 // readProcs lists every process of the machine. Processes that exit while
 // it reads are skipped.
-func readProcs(proc string) []procInfo {
-	ents, _ := os.ReadDir(proc)
+func readProcs() []procInfo {
 	var out []procInfo
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join(proc, e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		pid, ppid, comm, err := parseStat(string(stat))
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join(proc, e.Name(), "cmdline"))
+	for _, st := range proc.All() {
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(st.PID) + "/cmdline")
 		var argv []string
 		for _, a := range bytes.Split(bytes.TrimRight(cmdline, "\x00"), []byte{0}) {
 			if len(a) > 0 {
 				argv = append(argv, string(a))
 			}
 		}
-		out = append(out, procInfo{pid: pid, ppid: ppid, comm: comm, argv: argv})
+		out = append(out, procInfo{pid: st.PID, ppid: st.PPID, comm: st.Comm, argv: argv})
 	}
 	return out
 }
