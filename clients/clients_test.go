@@ -163,29 +163,39 @@ root = "/r/runsc"
 
 func TestOursAndRoles(t *testing.T) {
 	base := "/tmp/cgclients-1"
+	// 5 is the harness, a child subreaper: its daemon's shims were
+	// re-parented to it.
 	all := []procInfo{
 		{pid: 1, ppid: 0, comm: "init", argv: []string{"/sbin/init"}},
-		{pid: 10, ppid: 1, comm: "containerd", argv: []string{"/b/containerd", "--config", base + "/config.toml"}},
-		{pid: 20, ppid: 1, comm: "containerd-shim", argv: []string{"/b/containerd-shim-runsc-v1-patched", "-namespace", "k8s.io", "-address", base + "/containerd.sock"}},
+		{pid: 5, ppid: 1, comm: "cgconform", argv: []string{"bin/cgconform", "-out", "/tmp/x"}},
+		{pid: 10, ppid: 5, comm: "containerd", argv: []string{"/b/containerd", "--config", base + "/config.toml"}},
+		{pid: 20, ppid: 5, comm: "containerd-shim", argv: []string{"/b/containerd-shim-runsc-v1-patched", "-namespace", "k8s.io", "-address", base + "/containerd.sock"}},
 		{pid: 21, ppid: 20, comm: "exe", argv: []string{"runsc-sandbox", "--root=" + base + "/runsc-root/runsc", "boot"}},
 		{pid: 22, ppid: 20, comm: "exe", argv: []string{"runsc-gofer", "--root=" + base + "/runsc-root/runsc", "gofer"}},
-		{pid: 30, ppid: 1, comm: "containerd-shim", argv: []string{"/b/containerd-shim-runc-v2", "-address", base + "/containerd.sock"}},
+		{pid: 30, ppid: 5, comm: "containerd-shim", argv: []string{"/b/containerd-shim-runc-v2", "-address", base + "/containerd.sock"}},
 		{pid: 31, ppid: 30, comm: "sh", argv: []string{"/bin/sh", "-c", "sleep"}},
 		{pid: 32, ppid: 31, comm: "sleep", argv: []string{"sleep", "1000"}},
 		// Another containerd on the same machine, not ours.
 		{pid: 40, ppid: 1, comm: "containerd-shim", argv: []string{"/usr/bin/containerd-shim-runc-v2", "-address", "/tmp/cgclients-10/containerd.sock"}},
 		{pid: 41, ppid: 40, comm: "sleep", argv: []string{"sleep"}},
+		// Someone reading our containerd's log: it names the folder, but
+		// it is not below the harness.
+		{pid: 50, ppid: 1, comm: "tail", argv: []string{"tail", "-f", base + "/containerd.log"}},
+		{pid: 51, ppid: 50, comm: "sleep", argv: []string{"sleep"}},
 	}
 	got := map[int]string{}
-	for _, p := range ours(all, 10, base) {
+	for _, p := range ours(all, 5, 10, base) {
 		got[p.pid] = role(p, 10)
 	}
 	want := map[int]string{10: RoleContainerd, 20: RoleShim, 21: RoleSandbox, 22: RoleGofer, 30: RoleShim, 31: RoleContainer, 32: RoleContainer}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ours (-want +got):\n%s", diff)
 	}
-	if len(ours(all, -1, "")) != 0 {
+	if len(ours(all, 5, -1, "")) != 0 {
 		t.Error("an empty base matched processes")
+	}
+	if got := ours(all, 40, -1, base); len(got) != 0 {
+		t.Errorf("below another process, picked %v", got)
 	}
 }
 

@@ -123,6 +123,9 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 			return nil, fmt.Errorf("runc is not installed (apt-get install runc): %w", err)
 		}
 	}
+	if err := subreaper(); err != nil {
+		return nil, err
+	}
 	host, err := cgroupfs.Detect()
 	if err != nil {
 		return nil, err
@@ -453,7 +456,7 @@ func (c *Containerd) ImportImage(ctx context.Context, ns string) Step {
 // containers' processes) with their cgroups.
 func (c *Containerd) Procs() []Proc {
 	var out []Proc
-	for _, p := range ours(readProcs(), c.PID, c.Layout.Base) {
+	for _, p := range ours(readProcs(), os.Getpid(), c.PID, c.Layout.Base) {
 		cg, err := cgroupfs.ProcCgroup(p.pid)
 		if err != nil {
 			continue // gone meanwhile
@@ -499,7 +502,7 @@ func (c *Containerd) Stop() StopReport {
 		}
 	}
 	for round := 0; round < 5; round++ {
-		left := ours(readProcs(), -1, c.Layout.Base)
+		left := ours(readProcs(), os.Getpid(), -1, c.Layout.Base)
 		if len(left) == 0 {
 			break
 		}
@@ -508,7 +511,7 @@ func (c *Containerd) Stop() StopReport {
 				cg, _ := cgroupfs.ProcCgroup(p.pid)
 				r.Killed = append(r.Killed, Proc{PID: p.pid, PPID: p.ppid, Role: role(p, -1), Comm: p.comm, Cgroups: cg})
 			}
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			p.kill()
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

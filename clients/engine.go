@@ -93,6 +93,9 @@ func StartEngine(ctx context.Context, o EngineOptions) (e *Engine, err error) {
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("%s is not installed (Debian's docker.io and podman; the matrix's VM images have them): %w", bin, err)
 	}
+	if err := subreaper(); err != nil {
+		return nil, err
+	}
 	base, err := os.MkdirTemp("/run", "cg"+o.Kind+"-")
 	if err != nil {
 		return nil, err
@@ -306,8 +309,8 @@ func (e *Engine) stopDaemon() {
 }
 
 // Stop removes what is left: every container (podman rm -f), dockerd
-// (SIGTERM), any process whose command line names Base (shims, conmon,
-// runtimes), mounts below Base, Base. It returns what it could not undo.
+// (SIGTERM), any process below this one whose command line names Base
+// (shims, conmon, runtimes: see ours), mounts below Base, Base. It returns what it could not undo.
 func (e *Engine) Stop() []string {
 	var errs []string
 	ctx := context.Background()
@@ -318,12 +321,12 @@ func (e *Engine) Stop() []string {
 	}
 	e.stopDaemon()
 	for round := 0; round < 5; round++ {
-		left := ours(readProcs(), -1, e.Base)
+		left := ours(readProcs(), os.Getpid(), -1, e.Base)
 		if len(left) == 0 {
 			break
 		}
 		for _, p := range left {
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			p.kill()
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -2,11 +2,14 @@ package clients
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
@@ -41,6 +44,7 @@ const (
 // procInfo is what /proc says about one process.
 type procInfo struct {
 	pid, ppid int
+	start     uint64
 	comm      string
 	argv      []string
 }
@@ -57,40 +61,61 @@ func readProcs() []procInfo {
 				argv = append(argv, string(a))
 			}
 		}
-		out = append(out, procInfo{pid: st.PID, ppid: st.PPID, comm: st.Comm, argv: argv})
+		out = append(out, procInfo{pid: st.PID, ppid: st.PPID, start: st.Start, comm: st.Comm, argv: argv})
 	}
 	return out
 }
 
-// ours picks the processes of one private containerd: the daemon (pid), every
-// process whose command line names the base folder (the shims carry the
-// socket's path, runsc its root), and all their descendants (the
-// containers' own processes under runc).
-func ours(all []procInfo, daemon int, base string) []procInfo {
+// ours picks the processes of one private containerd or engine: the
+// daemon (pid), every process whose command line names the base folder
+// (the shims carry the socket's path, runsc its root), and all their
+// descendants (the containers' own processes under runc); all of them
+// among self's descendants. What the shims daemonize is re-parented to
+// self, a child subreaper (see subreaper), so a process elsewhere on the
+// machine that names the folder (someone's tail of its log) is never
+// picked, let alone killed.
+func ours(all []procInfo, self, daemon int, base string) []procInfo {
 	children := map[int][]procInfo{}
 	for _, p := range all {
 		children[p.ppid] = append(children[p.ppid], p)
 	}
 	seen := map[int]bool{}
 	var out []procInfo
-	var add func(p procInfo)
-	add = func(p procInfo) {
+	var add func(p procInfo, pick bool)
+	add = func(p procInfo, pick bool) {
 		if seen[p.pid] {
 			return
 		}
 		seen[p.pid] = true
-		out = append(out, p)
+		pick = pick || p.pid == daemon || mentions(p.argv, base)
+		if pick {
+			out = append(out, p)
+		}
 		for _, c := range children[p.pid] {
-			add(c)
+			add(c, pick)
 		}
 	}
-	for _, p := range all {
-		if p.pid == daemon || mentions(p.argv, base) {
-			add(p)
-		}
+	for _, c := range children[self] {
+		add(c, false)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].pid < out[j].pid })
 	return out
+}
+
+// subreaper makes this process a child subreaper, so that what the
+// daemons' shims and conmon daemonize stays below it (ours). The runner
+// is one already; this is for the other callers (make bench).
+func subreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("becoming a child subreaper (to find what the daemons' shims daemonize): %w", err)
+	}
+	return nil
+}
+
+// kill SIGKILLs p, named by PID and start time: never a process that
+// took the PID since it was read.
+func (p procInfo) kill() {
+	_ = proc.Process{PID: p.pid, Start: p.start}.Signal(unix.SIGKILL)
 }
 
 // runscIdentity is the container ID (the last argument) and --root of a
