@@ -117,4 +117,3 @@ func TestSignalOnlyTheNamedProcess(t *testing.T) {
 	}
 	<-exited
 }
-
