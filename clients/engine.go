@@ -310,7 +310,8 @@ func (e *Engine) stopDaemon() {
 
 // Stop removes what is left: every container (podman rm -f), dockerd
 // (SIGTERM), any process below this one whose command line names Base
-// (shims, conmon, runtimes: see ours), mounts below Base, Base. It returns what it could not undo.
+// (shims, conmon, runtimes: see ours), mounts below Base, Base. It
+// returns what it could not undo.
 func (e *Engine) Stop() []string {
 	var errs []string
 	ctx := context.Background()
