@@ -61,10 +61,26 @@ func unmountUnder(dir string) []string {
 // "<hierarchy>:<path>"; or, for a throwaway case, every cgroup there is.
 func (r *Runner) snapshot(cs *caseState) map[string]bool {
 	out := map[string]bool{}
+	// A unit's cgroup (in name=systemd) that systemd realizes in another
+	// controller it manages is systemd's doing: a scope with CPU or IO
+	// settings makes it realize every unit in cpu and blkio (/init.scope,
+	// *.mount). Its name=systemd entry stays listed.
+	units := map[string]bool{}
+	if cs.wholeTree() {
+		for _, h := range r.host.Hierarchies {
+			if h.Key == "name=systemd" {
+				for _, d := range cgroupfs.Dirs(h, "/") {
+					units[d] = true
+				}
+			}
+		}
+	}
 	for _, h := range r.host.Hierarchies {
 		if cs.wholeTree() {
 			for _, d := range cgroupfs.Dirs(h, "/") {
-				out[h.Name()+":"+d] = true
+				if !units[d] || !systemdRealizes(h) {
+					out[h.Name()+":"+d] = true
+				}
 			}
 			continue
 		}
@@ -92,6 +108,18 @@ func (r *Runner) snapshot(cs *caseState) map[string]bool {
 		}
 	}
 	return out
+}
+
+// systemdRealizes says h is a v1 hierarchy whose controllers systemd
+// manages (not cpuset, freezer, hugetlb, net_cls, perf_event, rdma, misc).
+func systemdRealizes(h cgroupfs.Hierarchy) bool {
+	cs := h.Controllers()
+	for _, c := range cs {
+		if !slices.Contains([]string{"cpu", "cpuacct", "blkio", "memory", "devices", "pids"}, c) {
+			return false
+		}
+	}
+	return len(cs) > 0
 }
 
 // wholeTree says the snapshots hold every cgroup of every hierarchy. Only

@@ -366,3 +366,20 @@ func TestExpectJoinsErrors(t *testing.T) {
 		t.Errorf("error %q, want %q", rec.Error, want)
 	}
 }
+
+// In a throwaway case's whole-tree snapshot, only the v1 hierarchies of
+// controllers systemd manages may hide a unit's cgroup it realized there;
+// a runtime's level in cpuset or freezer stays seen.
+func TestSystemdRealizes(t *testing.T) {
+	for key, want := range map[string]bool{
+		"cpu,cpuacct": true, "blkio": true, "memory": true, "devices": true, "pids": true,
+		"cpuset": false, "freezer": false, "net_cls,net_prio": false, "name=systemd": false, "misc": false,
+	} {
+		if got := systemdRealizes(cgroupfs.Hierarchy{Key: key}); got != want {
+			t.Errorf("systemdRealizes(%q) = %t, want %t", key, got, want)
+		}
+	}
+	if systemdRealizes(cgroupfs.Hierarchy{V2: true}) {
+		t.Error("the unified hierarchy hides cgroups")
+	}
+}
