@@ -88,15 +88,19 @@ type Series struct {
 	Carried []PR
 }
 
-// Patches lists every patch in the order the build applies them: the pull
-// requests', then the carried ones.
-func (s *Series) Patches() []Patch {
-	return PatchesOf(append(append([]PR(nil), s.PRs...), s.Carried...)...)
+// All lists the pull requests, then the carried sets: the build's order.
+func (s *Series) All() []PR {
+	return append(slices.Clone(s.PRs), s.Carried...)
 }
 
-// PR returns the pull request called name.
+// Patches lists every patch in the order the build applies them.
+func (s *Series) Patches() []Patch {
+	return PatchesOf(s.All()...)
+}
+
+// PR returns the pull request or carried set called name.
 func (s *Series) PR(name string) (PR, bool) {
-	for _, pr := range s.PRs {
+	for _, pr := range s.All() {
 		if pr.Name == name {
 			return pr, true
 		}
@@ -104,8 +108,8 @@ func (s *Series) PR(name string) (PR, bool) {
 	return PR{}, false
 }
 
-// Needs returns every pull request name must sit on, directly or through
-// another one, in series order, without name itself.
+// Needs returns every pull request (or carried set) name must sit on,
+// directly or through another one, in series order, without name itself.
 func (s *Series) Needs(name string) []PR {
 	want := map[string]bool{}
 	var visit func(string)
@@ -120,7 +124,7 @@ func (s *Series) Needs(name string) []PR {
 	}
 	visit(name)
 	var out []PR
-	for _, pr := range s.PRs {
+	for _, pr := range s.All() {
 		if want[pr.Name] {
 			out = append(out, pr)
 		}
@@ -128,11 +132,12 @@ func (s *Series) Needs(name string) []PR {
 	return out
 }
 
-// Before returns every pull request listed before name, in order.
+// Before returns everything listed before name, in order.
 func (s *Series) Before(name string) []PR {
-	for i, pr := range s.PRs {
+	all := s.All()
+	for i, pr := range all {
 		if pr.Name == name {
-			return s.PRs[:i]
+			return all[:i]
 		}
 	}
 	return nil
@@ -224,7 +229,7 @@ func (s *Series) parsePRLine(fields []string, line int, seen map[string]int) (PR
 	if first, dup := seen[pr.Name]; dup {
 		return PR{}, fmt.Errorf("pull request %q is declared twice (first on line %d)", pr.Name, first)
 	}
-	all := append(append([]PR(nil), s.PRs...), s.Carried...)
+	all := s.All()
 	if n := len(all); n > 0 && all[n-1].Name >= pr.Name {
 		return PR{}, fmt.Errorf("pull request %q follows %q: number them in series order", pr.Name, all[n-1].Name)
 	}
@@ -250,7 +255,7 @@ func (s *Series) parsePRLine(fields []string, line int, seen map[string]int) (PR
 // and only the patches the series lists; patches/ itself holds no patch.
 func (s *Series) checkFolders() error {
 	var problems []string
-	for _, pr := range append(append([]PR(nil), s.PRs...), s.Carried...) {
+	for _, pr := range s.All() {
 		if len(pr.Patches) == 0 {
 			problems = append(problems, fmt.Sprintf("%s:%d: pull request %s lists no patch", s.Path, pr.Line, pr.Name))
 		}
@@ -290,7 +295,7 @@ func (s *Series) checkFolders() error {
 // its patches as labels of //patches, each line indented by indent.
 func WorkspaceBlock(s *Series, indent string) string {
 	var b strings.Builder
-	for _, pr := range append(append([]PR(nil), s.PRs...), s.Carried...) {
+	for _, pr := range s.All() {
 		fmt.Fprintf(&b, "%s# %s\n", indent, pr.Name)
 		for _, p := range pr.Patches {
 			fmt.Fprintf(&b, "%s\"//patches:%s\",\n", indent, p.Name)

@@ -239,7 +239,7 @@ func TestPRFlavor(t *testing.T) {
 }
 
 // TestReadSeriesCarried: a carried set comes after the pull requests, its
-// patches are built last, and it is no pull request.
+// patches are built last, it is no pull request, and it is checked as one.
 func TestReadSeriesCarried(t *testing.T) {
 	files := map[string]string{}
 	for k, v := range threePRs {
@@ -259,8 +259,21 @@ func TestReadSeriesCarried(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Patches (-want +got):\n%s", diff)
 	}
-	if _, ok := s.PR("90-ours"); ok || len(s.PRs) != 3 {
-		t.Errorf("the carried set is a pull request: %+v", s.PRs)
+	if pr, ok := s.PR("90-ours"); !ok || !pr.Carried || len(s.PRs) != 3 {
+		t.Errorf("the carried set is not found as carried, or is a pull request: %+v, %+v", pr, s.PRs)
+	}
+	// upstream-check's rows: alone on what it names, in order on all.
+	names := func(prs []PR) (out []string) {
+		for _, p := range prs {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"01-levels"}, names(s.Needs("90-ours"))); diff != "" {
+		t.Errorf("Needs (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"01-levels", "02-empty-path", "03-nested"}, names(s.Before("90-ours"))); diff != "" {
+		t.Errorf("Before (-want +got):\n%s", diff)
 	}
 	if !strings.Contains(WorkspaceBlock(s, ""), "//patches:90-ours/0009-z.patch") {
 		t.Errorf("WORKSPACE does not apply the carried patch:\n%s", WorkspaceBlock(s, ""))

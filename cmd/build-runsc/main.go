@@ -97,7 +97,7 @@ func run(repo, verb string) error {
 		_, err = runscbuild.Ensure(cfg, m, runscbuild.Flavor{Name: "patched", Patches: patches})
 		return err
 	case "prs":
-		if _, ok := series.PR(onlyPR); onlyPR != "" && !ok {
+		if pr, ok := series.PR(onlyPR); onlyPR != "" && (!ok || pr.Carried) {
 			return fmt.Errorf("-pr %s: no such pull request in the series", onlyPR)
 		}
 		for _, pr := range series.PRs {

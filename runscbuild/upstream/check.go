@@ -184,7 +184,7 @@ func Check(c CheckConfig) (*Report, error) {
 	// report is of the bytes applied.
 	for _, name := range c.Only {
 		if _, ok := c.Series.PR(name); !ok {
-			return nil, fmt.Errorf("no pull request %q in %s", name, c.Series.Path)
+			return nil, fmt.Errorf("no pull request or carried set %q in %s", name, c.Series.Path)
 		}
 	}
 	lists, err := readMutationLists(c.Series)
@@ -201,7 +201,7 @@ func Check(c CheckConfig) (*Report, error) {
 	if err := os.RemoveAll(filepath.Join(c.Work, "logs")); err != nil {
 		return nil, err
 	}
-	for _, pr := range c.Series.PRs {
+	for _, pr := range c.Series.All() {
 		for _, p := range goPackages(changes(pr.Patches)) {
 			if !slices.Contains(k.pkgs, p) {
 				k.pkgs = append(k.pkgs, p)
@@ -226,7 +226,7 @@ func Check(c CheckConfig) (*Report, error) {
 	}
 	rep.BaseFailures, rep.BaseVet = k.baseFailures, k.baseVet
 	var prs []runscbuild.PR
-	for _, pr := range c.Series.PRs {
+	for _, pr := range c.Series.All() {
 		if len(c.Only) > 0 && !slices.Contains(c.Only, pr.Name) {
 			continue
 		}
@@ -240,7 +240,7 @@ func Check(c CheckConfig) (*Report, error) {
 	for _, pr := range prs {
 		needs := c.Series.Needs(pr.Name)
 		before := c.Series.Before(pr.Name)
-		v := Verdict{PR: pr.Name, After: pr.After}
+		v := Verdict{PR: pr.Name, After: pr.After, Carried: pr.Carried}
 		v.Alone = k.row("alone", pr, needs)
 		v.SameAsAlone = sameNames(needs, before)
 		if !v.SameAsAlone {
@@ -742,7 +742,7 @@ func (k *checker) mutationsStep(label string, pr runscbuild.PR, r *Result) (Step
 // request, not the check.
 func readMutationLists(s *runscbuild.Series) (map[string]*mutationList, error) {
 	out := map[string]*mutationList{}
-	for _, pr := range s.PRs {
+	for _, pr := range s.All() {
 		name := path.Join(filepath.Base(s.Dir), pr.Name, runscbuild.MutationsFile)
 		ms, data, err := pr.Mutations(name)
 		if data == nil && err != nil {
@@ -1124,15 +1124,15 @@ func (k *checker) vet(pkgs []string) Step {
 	return Step{Ran: true, OK: true, Note: fmt.Sprintf("%d findings, all on the go tree before any patch", known)}
 }
 
-// snapshot copies the pull requests' patch files into dir and returns the
+// snapshot copies the series' patch files into dir and returns the
 // series with its patches there.
 func snapshot(s *runscbuild.Series, dir string) (*runscbuild.Series, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
 	out := *s
-	out.PRs = nil
-	for _, pr := range s.PRs {
+	out.PRs, out.Carried = nil, nil
+	for _, pr := range s.All() {
 		pr.Patches = slices.Clone(pr.Patches)
 		for i, p := range pr.Patches {
 			data, err := os.ReadFile(p.Path)
@@ -1148,7 +1148,11 @@ func snapshot(s *runscbuild.Series, dir string) (*runscbuild.Series, error) {
 			}
 			pr.Patches[i].Path = dst
 		}
-		out.PRs = append(out.PRs, pr)
+		if pr.Carried {
+			out.Carried = append(out.Carried, pr)
+		} else {
+			out.PRs = append(out.PRs, pr)
+		}
 	}
 	return &out, nil
 }

@@ -272,7 +272,7 @@ func TestReadMutationLists(t *testing.T) {
 // mutation of its list runs alone; one its tests catch passes, one they do
 // not, one that does not compile and one whose line is not in the tree
 // fail it. A pull request whose own test skips fails. PRS= checks only
-// the pull requests named.
+// the pull requests named. A carried set gets the same rows.
 func TestCheckMutations(t *testing.T) {
 	needTools(t)
 	f := newFixture(t, []prChange{
@@ -289,6 +289,11 @@ func TestCheckMutations(t *testing.T) {
 			"c/c_test.go": "package c\n\nimport \"testing\"\n\nfunc TestC(t *testing.T) {\n\tif C() != 9 {\n\t\tt.Fatal(C())\n\t}\n}\n",
 		}},
 		{pr: "04-unchecked", subject: "a: doc", files: map[string]string{"README.md": "more\n"}},
+		{pr: "90-ours", subject: "a: add D", files: map[string]string{
+			"a/d.go":      "package a\n\n// D is four.\nfunc D() int {\n\treturn 4\n}\n",
+			"a/d_test.go": "package a\n\nimport \"testing\"\n\nfunc TestD(t *testing.T) {\n\tif D() != 4 {\n\t\tt.Fatal(D())\n\t}\n}\n",
+			"a/BUILD":     "go_library(\n    name = \"a\",\n    srcs = [\"d.go\"],\n)\n\ngo_test(\n    name = \"a_test\",\n    srcs = [\"d_test.go\"],\n)\n",
+		}},
 	})
 	write(t, f.patches, map[string]string{
 		"01-m/mutations": "a/a.go\n\tx := 2\n\tx := 3\n\n" + // caught by TestA
@@ -297,11 +302,14 @@ func TestCheckMutations(t *testing.T) {
 			"a/a.go\n\treturn 2\n\treturn 3\n\n" + // not in the tree
 			"a/a.go\n\tx := 2\n", // two lines
 		"03-all-caught/mutations": "c/c.go\n\treturn gen.N + 2\n\treturn gen.N + 1\n",
+		"90-ours/mutations":       "a/d.go\n\treturn 4\n\treturn 5\n",
+		"90-ours/CARRY.md":        "# ours\n",
 	})
 	var log bytes.Buffer
 	c := f.config(t, "pr 01-m\n"+patchName(t, f.patches, "01-m")+"pr 02-skip\n"+patchName(t, f.patches, "02-skip")+
-		"pr 03-all-caught after 02-skip\n"+patchName(t, f.patches, "03-all-caught")+"pr 04-unchecked\n"+patchName(t, f.patches, "04-unchecked"), &log)
-	c.Only = []string{"01-m", "02-skip", "03-all-caught"}
+		"pr 03-all-caught after 02-skip\n"+patchName(t, f.patches, "03-all-caught")+"pr 04-unchecked\n"+patchName(t, f.patches, "04-unchecked")+
+		"carry 90-ours after 01-m\n"+patchName(t, f.patches, "90-ours"), &log)
+	c.Only = []string{"01-m", "02-skip", "03-all-caught", "90-ours"}
 	rep, err := Check(c)
 	if err != nil {
 		t.Fatalf("Check: %v\n%s", err, log.String())
@@ -311,10 +319,10 @@ func TestCheckMutations(t *testing.T) {
 			t.Logf("log:\n%s", log.String())
 		}
 	}()
-	if len(rep.Verdicts) != 3 {
-		t.Fatalf("%d verdicts, want 3 (PRS: 01-m 02-skip 03-all-caught)", len(rep.Verdicts))
+	if len(rep.Verdicts) != 4 {
+		t.Fatalf("%d verdicts, want 4 (PRS: 01-m 02-skip 03-all-caught 90-ours)", len(rep.Verdicts))
 	}
-	m, skip, all := rep.Verdicts[0], rep.Verdicts[1], rep.Verdicts[2]
+	m, skip, all, ours := rep.Verdicts[0], rep.Verdicts[1], rep.Verdicts[2], rep.Verdicts[3]
 
 	if m.OK() || !m.Alone.Test.OK || !m.Alone.OwnTests.OK || m.Alone.Mutated == nil {
 		t.Fatalf("01-m: %s", m.Line())
@@ -356,8 +364,16 @@ func TestCheckMutations(t *testing.T) {
 		t.Errorf("03-all-caught's tests: %+v", all.Alone.Tests)
 	}
 
+	// A carried set is checked as a pull request is: alone on what it
+	// names, its mutations run there; in order on everything before it.
+	if !ours.OK() || !ours.Carried || ours.Alone.Mutated == nil || ours.Alone.Mutated.Caught() != 1 || ours.InOrder == nil ||
+		!strings.HasPrefix(ours.Line(), "carried 90-ours (on 01-m): ") {
+		t.Errorf("90-ours: %s", ours.Line())
+	}
+
 	md := rep.Markdown()
 	for _, want := range []string{
+		"| 90-ours (carried) | go branch " + f.goCommit[:9] + " + master " + f.master[:9] + "'s tests + 01-m + 90-ours (`",
 		"| 01-m | go branch " + f.goCommit[:9] + " + master " + f.master[:9] + "'s tests + 01-m (`",
 		"| 2 passed, 0 skipped, 0 failed | ok (1 of its own: 1 passed) | **caught 1 of 5**<br>SURVIVED: block 2 a/a.go `return n%2 != 0`<br>does not compile: block 3 a/a.go `return y`<br>2 invalid block(s), below | **FAIL** |",
 		"| 02-skip |", "FAIL (all its own tests skip as nobody: 1 of its own: 1 skipped: c.TestC) | no mutations listed | **FAIL** |",
@@ -365,7 +381,7 @@ func TestCheckMutations(t *testing.T) {
 		"- block 2, a/a.go: `return n%2 == 0` → `return n%2 != 0`: **SURVIVED**",
 		"- **invalid**: " + filepath.Base(f.patches) + "/01-m/mutations: block 5: has 2 lines",
 		"caught 1 of 1",
-		"Only these pull requests were checked (PRS=): 01-m 02-skip 03-all-caught.",
+		"Only these pull requests were checked (PRS=): 01-m 02-skip 03-all-caught 90-ours.",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report does not say %q:\n%s", want, md)

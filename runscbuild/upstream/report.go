@@ -71,7 +71,7 @@ func (r *Report) Markdown() string {
 			if !row.res.OK() {
 				verdict = "**FAIL**"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s / %s / %s / %s | %s / %s / %s / %s | %.0f | %s |\n", v.PR, row.kind,
+			fmt.Fprintf(&b, "| %s | %s | %s | %s / %s / %s / %s | %s / %s / %s / %s | %.0f | %s |\n", v.name(), row.kind,
 				strings.Join(ps, "<br>"),
 				cell(row.res.MasterApply), cell(row.res.Gofmt), cell(row.res.BazelSrcs), cell(row.res.OwnTest),
 				cell(row.res.GoApply), cell(row.res.Build), cell(row.res.Vet), cell(row.res.Test),
@@ -79,7 +79,7 @@ func (r *Report) Markdown() string {
 		}
 	}
 	b.WriteString(r.aloneSection())
-	fmt.Fprintf(&b, "\n%d of %d pull requests pass; wall time %.0f s.\n", len(r.Verdicts)-len(r.Failed()), len(r.Verdicts), r.Seconds)
+	fmt.Fprintf(&b, "\n%d of %d pass (pull requests and carried sets); wall time %.0f s.\n", len(r.Verdicts)-len(r.Failed()), len(r.Verdicts), r.Seconds)
 	if len(r.Only) > 0 {
 		fmt.Fprintf(&b, "Only these pull requests were checked (PRS=): %s.\n", strings.Join(r.Only, " "))
 	}
@@ -146,14 +146,14 @@ func (r *Report) aloneSection() string {
 		if !a.OK() {
 			verdict = "**FAIL**"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", v.PR, esc(tree), tests, cell(a.OwnTests), esc(muts), verdict)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", v.name(), esc(tree), tests, cell(a.OwnTests), esc(muts), verdict)
 	}
 	for _, v := range r.Verdicts {
 		m := v.Alone.Mutated
 		if m == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "\n### %s: %s (`%.12s`), caught %d of %d (%.0f s)\n\n", v.PR, m.List, m.SHA256, m.Caught(), m.Blocks, m.Seconds)
+		fmt.Fprintf(&b, "\n### %s: %s (`%.12s`), caught %d of %d (%.0f s)\n\n", v.name(), m.List, m.SHA256, m.Caught(), m.Blocks, m.Seconds)
 		for _, mu := range m.Results {
 			what := mu.Outcome
 			switch {

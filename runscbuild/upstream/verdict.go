@@ -144,7 +144,10 @@ func (r Result) Summary() string {
 type Verdict struct {
 	PR    string   `json:"pr"`
 	After []string `json:"after,omitempty"` // as the series declares
-	Alone Result   `json:"alone"`           // on top of what it needs
+	// Carried is a set we carry for our runsc: checked as a pull request
+	// is, never sent.
+	Carried bool   `json:"carried,omitempty"`
+	Alone   Result `json:"alone"` // on top of what it needs
 	// InOrder is on top of every earlier pull request. SameAsAlone says
 	// the two sets of patches are the same, so it was not run twice.
 	InOrder     *Result `json:"in_order,omitempty"`
@@ -156,10 +159,25 @@ func (v Verdict) OK() bool {
 	return v.Alone.OK() && (v.SameAsAlone || (v.InOrder != nil && v.InOrder.OK()))
 }
 
+func (v Verdict) kind() string {
+	if v.Carried {
+		return "carried"
+	}
+	return "PR"
+}
+
+// name is the PR's name in tables, marked when carried.
+func (v Verdict) name() string {
+	if v.Carried {
+		return v.PR + " (carried)"
+	}
+	return v.PR
+}
+
 // Line is the one-line verdict.
 func (v Verdict) Line() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "PR %s", v.PR)
+	fmt.Fprintf(&b, "%s %s", v.kind(), v.PR)
 	if len(v.Alone.Needs) > 0 {
 		fmt.Fprintf(&b, " (on %s)", strings.Join(v.Alone.Needs, " "))
 	}
