@@ -387,15 +387,11 @@ func runWorker(ctx context.Context, p *plan, planFile, resultFile string) (*work
 // removeTree kills what is left in the test tree (our sandboxes: they
 // descend from the worker we placed there) and removes it, deepest first.
 func removeTree(t *cgroupfs.Tree) error {
-	for _, p := range t.Procs() {
-		if p != os.Getpid() {
-			syscall.Kill(p, syscall.SIGKILL)
-		}
-	}
+	err := t.Kill()
 	if left := t.Remove(5 * time.Second); len(left) > 0 {
-		return fmt.Errorf("could not remove %s; pids still inside: %v", strings.Join(left, "; "), t.Procs())
+		err = errors.Join(err, fmt.Errorf("could not remove %s; pids still inside: %v", strings.Join(left, "; "), t.Procs()))
 	}
-	return nil
+	return err
 }
 
 func workerMain(args []string) int {

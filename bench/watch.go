@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"syscall"
 	"time"
 
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
@@ -65,7 +64,7 @@ func (w *Watch) Leaked(before map[string]bool, names ...string) ([]string, error
 	// Deepest first, so that parents go after their children.
 	sort.Slice(leaked, func(i, j int) bool { return len(leaked[i]) > len(leaked[j]) })
 	for _, d := range leaked {
-		killIn(d)
+		_ = cgroupfs.Kill(d)
 		cgroupfs.RemoveTree(d, 2*time.Second)
 	}
 	for _, n := range names {
@@ -76,20 +75,10 @@ func (w *Watch) Leaked(before map[string]bool, names ...string) ([]string, error
 			}
 			for _, d := range cgroupfs.Dirs(h, "/"+n) {
 				leaked = append(leaked, filepath.Join(h.Mount, d))
-				killIn(h.Dir(d))
+				_ = cgroupfs.Kill(h.Dir(d))
 			}
 			cgroupfs.RemoveTree(top, 5*time.Second)
 		}
 	}
 	return leaked, nil
-}
-
-// killIn kills the processes in one of our leaked cgroups (our sandboxes).
-func killIn(dir string) {
-	pids, _ := cgroupfs.ReadProcs(dir)
-	for _, p := range pids {
-		if p != os.Getpid() {
-			syscall.Kill(p, syscall.SIGKILL)
-		}
-	}
 }

@@ -449,6 +449,52 @@ func (t *Tree) Procs() []int {
 	return out
 }
 
+// Kill SIGKILLs every process anywhere in the tree, in any hierarchy (but
+// the caller).
+func (t *Tree) Kill() error {
+	var errs []error
+	for _, h := range t.Host.Hierarchies {
+		for _, d := range Dirs(h, t.Root) {
+			errs = append(errs, Kill(h.Dir(d)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Kill SIGKILLs every process in the cgroup dir but the caller. Each is
+// pinned by a pidfd and then seen in dir again, so a PID that ended and
+// went to a process elsewhere is never signalled (Linux 5.3).
+func Kill(dir string) error {
+	pids, err := ReadProcs(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, pid := range pids {
+		if pid == os.Getpid() {
+			continue
+		}
+		fd, err := unix.PidfdOpen(pid, 0)
+		if errors.Is(err, unix.ESRCH) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pidfd_open %d in %s: %w", pid, dir, err))
+			continue
+		}
+		if now, _ := ReadProcs(dir); slices.Contains(now, pid) {
+			if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+				errs = append(errs, fmt.Errorf("killing %d in %s: %w", pid, dir, err))
+			}
+		}
+		unix.Close(fd)
+	}
+	return errors.Join(errs...)
+}
+
 // Remove removes the whole tree in every hierarchy, deepest first, waiting
 // up to wait for each busy directory; it returns what it could not remove.
 func (t *Tree) Remove(wait time.Duration) []string {

@@ -1,14 +1,17 @@
 package cgroupfs
 
 import (
-	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 )
 
 const hybridMountinfo = `24 29 0:22 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw
@@ -215,5 +218,30 @@ func TestProcsAndControllersOnFakeFiles(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"memory", "cpu", "pids"}, EnableControllers(dir)); diff != "" {
 		t.Errorf("EnableControllers (-want +got):\n%s", diff)
+	}
+}
+
+// TestKill: a process listed in the cgroup is killed, the caller (listed
+// too) is not, and a cgroup that is gone is no error.
+func TestKill(t *testing.T) {
+	child := exec.Command("sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	dir := t.TempDir()
+	procs := fmt.Sprintf("%d\n%d\n", child.Process.Pid, os.Getpid())
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(procs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Kill(dir); err != nil {
+		t.Fatal(err)
+	}
+	err := child.Wait()
+	if ws, ok := child.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the listed child: %v, want killed by SIGKILL", err)
+	}
+	if err := Kill(filepath.Join(dir, "gone")); err != nil {
+		t.Errorf("Kill of a missing cgroup: %v", err)
 	}
 }

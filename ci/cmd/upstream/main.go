@@ -370,9 +370,9 @@ func cmdCheck(root string, args []string) error {
 	}
 	fmt.Printf("upstream-check: report in %s/report.md and report.json\n", *out)
 	if failed := rep.Failed(); len(failed) > 0 {
-		return fmt.Errorf("%d of %d pull requests fail on master %.12s / go %.12s: %s (the errors are above the table)", len(failed), len(rep.Verdicts), rep.Master.Upstream, rep.Go.Commit, strings.Join(failed, " "))
+		return fmt.Errorf("%d of %d (pull requests and carried sets) fail on master %.12s / go %.12s: %s (the errors are above the table)", len(failed), len(rep.Verdicts), rep.Master.Upstream, rep.Go.Commit, strings.Join(failed, " "))
 	}
-	fmt.Printf("upstream-check: all %d pull requests pass alone and in order\n", len(rep.Verdicts))
+	fmt.Printf("upstream-check: all %d pass alone and in order (pull requests and carried sets)\n", len(rep.Verdicts))
 	return nil
 }
 
