@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -186,23 +185,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return boot(ctx, o, mode, kernel, base, logf)
 }
 
-// bootSetup is how a mode boots, as the matrix boots it: a busybox mode
-// from its initramfs with the payload as the only disk; a systemd mode
-// from the Debian disk (a snapshot: the cached image is never written) with
-// the payload as the second disk.
-func bootSetup(m vmimage.Mode, base, payload string) (disks []vmrun.Disk, initrd, cmdline string) {
-	args := []string{"console=ttyS0", "panic=-1", "loglevel=4"}
-	if m.Base == vmimage.BaseSystemd {
-		disks = []vmrun.Disk{{Path: base, Snapshot: true}, {Path: payload}}
-		args = append(args, "root=/dev/nvme0n1", "rw", "rootfstype=ext4", "systemd.show_status=0", "quiet", "cgm.payload=/dev/nvme0n2")
-	} else {
-		initrd = base
-		disks = []vmrun.Disk{{Path: payload}}
-		args = append(args, "rdinit=/init", "cgm.payload=/dev/nvme0n1")
-	}
-	return disks, initrd, strings.Join(append(args, m.Cmdline...), " ")
-}
-
 func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, base string, logf func(string, ...any)) (*Result, error) {
 	p := vmimage.Payload{
 		Bins:    map[string]string{"cgbench": o.Cgbench, "runsc-stock": o.Stock, "runsc-patched": o.Patched},
@@ -217,19 +199,9 @@ func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, base string
 	if err != nil {
 		return nil, err
 	}
-	disk, err := staged.Disk(ctx, o.Dir)
-	os.RemoveAll(staged.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(disk)
-
-	disks, initrd, cmdline := bootSetup(mode, base, disk)
+	defer os.RemoveAll(staged.Dir)
 	vm := &vmrun.VM{
 		Kernel:     kernel,
-		Initrd:     initrd,
-		Cmdline:    cmdline,
-		Disks:      disks,
 		CPUs:       o.CPUs,
 		MemoryMiB:  o.MemoryMiB,
 		KVM:        o.KVM,
@@ -243,35 +215,33 @@ func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, base string
 			}
 		},
 	}
-	if err := os.WriteFile(filepath.Join(o.Dir, "qemu-args.txt"), []byte(strings.Join(vm.Args(), "\n")+"\n"), 0o644); err != nil {
-		return nil, err
-	}
 	accel := "QEMU TCG (no KVM)"
 	if o.KVM {
 		accel = "QEMU KVM"
 	}
 	res := &Result{Exit: -1, Where: fmt.Sprintf("%s VM, mode %s, %d vCPUs, %d MiB, kernel %s", accel, o.Mode, vm.CPUs, vm.MemoryMiB, filepath.Base(filepath.Dir(kernel)))}
 	logf("booting: %s, time limit %s; console in %s", res.Where, o.Timeout, vm.ConsoleLog)
-	run, err := vm.Run(ctx)
+	b, err := vmimage.Boot(ctx, vm, mode, base, "", staged, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	run := b.Run
 	if run != nil {
 		res.Boot, res.Wall = run.Boot, run.Wall
 	}
-	if err != nil {
-		res.Problem = err.Error()
+	switch {
+	case b.RunErr != nil:
+		res.Problem = b.RunErr.Error()
+		return res, nil
+	case b.CollectErr != nil:
+		res.Problem = run.Stopped(o.Timeout) + "; " + run.ConsoleTail() + b.CollectErr.Error()
 		return res, nil
 	}
-	files, cerr := vmimage.Collect(ctx, vm.ReportPath, disk)
-	if cerr != nil {
-		res.Problem = run.Stopped(o.Timeout) + "; " + run.ConsoleTail() + cerr.Error()
-		return res, nil
-	}
-	if err := vmrun.WriteFiles(o.Dir, files); err != nil {
+	if err := vmrun.WriteFiles(o.Dir, b.Files); err != nil {
 		return nil, fmt.Errorf("saving the VM's results in %s: %w", o.Dir, err)
 	}
-	if rc, err := strconv.Atoi(strings.TrimSpace(string(files["exit-code"]))); err == nil {
-		res.Exit = rc
-	}
-	res.Report = files["report.json"]
+	res.Exit = b.Exit
+	res.Report = b.Files["report.json"]
 	switch {
 	case res.Report == nil:
 		res.Problem = fmt.Sprintf("the VM sent its results without report.json (cgbench exit %d); see %s and %s", res.Exit, filepath.Join(o.Dir, "cgbench.md"), vm.ConsoleLog)

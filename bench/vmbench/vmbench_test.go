@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 )
 
 // The payload script must hand cgbench its flags exactly, whatever they
@@ -94,38 +92,5 @@ func TestRunNeedsClientsInSystemdModes(t *testing.T) {
 	}
 	if _, err := Run(t.Context(), Options{Mode: "v3"}); err == nil {
 		t.Error("Run accepted an unknown mode")
-	}
-}
-
-func TestBootSetup(t *testing.T) {
-	for _, tc := range []struct {
-		mode      string
-		wantDisks int
-		cmdline   []string
-	}{
-		{"v2", 1, []string{"rdinit=/init", "cgm.payload=/dev/nvme0n1", "cgm.mode=v2"}},
-		{"systemd-v1", 2, []string{"root=/dev/nvme0n1", "cgm.payload=/dev/nvme0n2", "systemd.unified_cgroup_hierarchy=0"}},
-	} {
-		t.Run(tc.mode, func(t *testing.T) {
-			m, err := vmimage.ModeByName(tc.mode)
-			if err != nil {
-				t.Fatal(err)
-			}
-			disks, initrd, cmdline := bootSetup(m, "/base", "/payload.ext4")
-			if len(disks) != tc.wantDisks || disks[len(disks)-1].Path != "/payload.ext4" {
-				t.Errorf("disks %+v", disks)
-			}
-			if m.Base == vmimage.BaseSystemd && (initrd != "" || !disks[0].Snapshot || disks[0].Path != "/base") {
-				t.Errorf("systemd mode: initrd %q, disks %+v: want the base disk as a snapshot, no initrd", initrd, disks)
-			}
-			if m.Base == vmimage.BaseBusybox && initrd != "/base" {
-				t.Errorf("busybox mode: initrd %q", initrd)
-			}
-			for _, w := range tc.cmdline {
-				if !strings.Contains(cmdline, w) {
-					t.Errorf("cmdline %q lacks %q", cmdline, w)
-				}
-			}
-		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -30,14 +29,6 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debia
 		mr.Problem = err.Error()
 		return mr
 	}
-	t0 := time.Now()
-	disk, err := p.Disk(ctx, dir)
-	mr.PayloadSeconds = time.Since(t0).Seconds()
-	if err != nil {
-		mr.Problem = err.Error()
-		return mr
-	}
-	cmdline := []string{"console=ttyS0", "panic=-1", "loglevel=4"}
 	vm := &vmrun.VM{
 		Kernel:     kernel,
 		CPUs:       o.cpus,
@@ -51,27 +42,13 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debia
 	if bound != nil {
 		vm.Watchdog = vmrun.NewWatchdog(time.Now(), bound)
 	}
-	switch m.Base {
-	case vmimage.BaseBusybox:
-		vm.Initrd = base
-		vm.Disks = []vmrun.Disk{{Path: disk}}
-		cmdline = append(cmdline, "rdinit=/init", "cgm.payload=/dev/nvme0n1")
-		if debian != "" {
-			// The systemd disk lends Docker and Podman (files/init).
-			vm.Disks = []vmrun.Disk{{Path: debian, Snapshot: true}, {Path: disk}}
-			cmdline = append(cmdline[:len(cmdline)-1], "cgm.payload=/dev/nvme0n2", "cgm.debian=/dev/nvme0n1")
-		}
-	case vmimage.BaseSystemd:
-		vm.Disks = []vmrun.Disk{{Path: base, Snapshot: true}, {Path: disk}}
-		cmdline = append(cmdline, "root=/dev/nvme0n1", "rw", "rootfstype=ext4", "systemd.show_status=0", "quiet",
-			"cgm.payload=/dev/nvme0n2")
-	}
-	vm.Cmdline = strings.Join(append(append(cmdline, m.Cmdline...), strings.Fields(o.kernelArgs)...), " ")
-	if err := os.WriteFile(filepath.Join(dir, "qemu-args.txt"), []byte(strings.Join(vm.Args(), "\n")+"\n"), 0o644); err != nil {
+	b, err := vmimage.Boot(ctx, vm, m, base, debian, p, dir, strings.Fields(o.kernelArgs)...)
+	if err != nil {
 		mr.Problem = err.Error()
 		return mr
 	}
-	res, err := vm.Run(ctx)
+	mr.PayloadSeconds = b.Disk.Seconds()
+	res := b.Run
 	if res != nil {
 		mr.BootSeconds = res.Boot.Seconds()
 		mr.WallSeconds = res.Wall.Seconds()
@@ -81,12 +58,11 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debia
 			fmt.Printf("matrix: mode %s: the guest powered off but qemu stayed up; stopped it\n", m.Name)
 		}
 	}
-	if err != nil {
-		mr.Status, mr.Problem = report.Crashed, err.Error()
+	if b.RunErr != nil {
+		mr.Status, mr.Problem = report.Crashed, b.RunErr.Error()
 		return mr
 	}
-	files, ferr := vmimage.Collect(ctx, vm.ReportPath, disk)
-	if ferr != nil {
+	if b.CollectErr != nil {
 		mr.Status = report.NoReport
 		if res.Stall != nil {
 			mr.Status = report.Stalled
@@ -95,7 +71,7 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debia
 		} else if res.ExitErr != nil {
 			mr.Status = report.Crashed
 		}
-		mr.Problem = res.Describe(m.Name, timeout) + "\n" + ferr.Error()
+		mr.Problem = res.Describe(m.Name, timeout) + "\n" + b.CollectErr.Error()
 		mr.ConsoleTail = res.Tail
 		fmt.Println(mr.Problem)
 		if f, err := os.Open(vm.ConsoleLog); err == nil {
@@ -109,13 +85,13 @@ func runMode(ctx context.Context, o options, m vmimage.Mode, kernel, base, debia
 		}
 		return mr
 	}
-	os.Remove(disk) // the results are out; the disk is just bulk now
+	files := b.Files
 	if err := vmrun.WriteFiles(filepath.Join(dir, "harness"), files); err != nil {
 		mr.Problem = err.Error()
 		return mr
 	}
-	if rc, err := strconv.Atoi(strings.TrimSpace(string(files["exit-code"]))); err == nil {
-		mr.HarnessExit = &rc
+	if b.Exit >= 0 {
+		mr.HarnessExit = &b.Exit
 	}
 	data, ok := files["report.json"]
 	if !ok {
