@@ -257,8 +257,10 @@ func TestWarnFailWithoutOutput(t *testing.T) {
 		name, expect string
 		want         []string
 	}{
-		{"fail alone", "{fail: true}", []string{":18: steps[2].expect: fail: true without output passes on any failure, for any reason; add output: (a substring of what the runtime prints for the reason the case means)"}},
+		{"fail alone", "{fail: true}", []string{":18: steps[2].expect: fail: true without output passes on any failure, for any reason; add output: (a substring of what the runtime prints for the reason the case means, or a list when runtimes word it differently)"}},
 		{"fail with output", "{fail: true, output: refused}", nil},
+		{"fail with outputs", "{fail: true, output: [invalid rootfs, waiting for sandbox]}", nil},
+		{"fail with no outputs", "{fail: true, output: []}", []string{":18: steps[2].expect: fail: true without output passes on any failure, for any reason; add output: (a substring of what the runtime prints for the reason the case means, or a list when runtimes word it differently)"}},
 		{"exit 0", "{within: 1.5s}", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

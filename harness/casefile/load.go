@@ -94,9 +94,9 @@ func parse(b []byte, file string) (*Case, error) {
 		return nil, fmt.Errorf("%s%w", prefix(""), err)
 	}
 	for i, st := range c.Steps {
-		if e := st.Expect; e != nil && e.Fail && e.Output == "" {
+		if e := st.Expect; e != nil && e.Fail && len(e.Output) == 0 {
 			f := fmt.Sprintf("steps[%d].expect", i)
-			c.Warnings = append(c.Warnings, prefix(f)+f+": fail: true without output passes on any failure, for any reason; add output: (a substring of what the runtime prints for the reason the case means)")
+			c.Warnings = append(c.Warnings, prefix(f)+f+": fail: true without output passes on any failure, for any reason; add output: (a substring of what the runtime prints for the reason the case means, or a list when runtimes word it differently)")
 		}
 	}
 	return &c, nil

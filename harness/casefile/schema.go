@@ -295,6 +295,25 @@ func (n *Nth) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Outputs is expect.output: one substring, or a list of which one must
+// appear.
+type Outputs []string
+
+// UnmarshalJSON implements json.Unmarshaler: a string or a list of them.
+func (o *Outputs) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*o = Outputs{s}
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal(b, &l); err != nil {
+		return fmt.Errorf("output is a string or a list of strings: %w", err)
+	}
+	*o = l
+	return nil
+}
+
 // MarshalJSON implements json.Marshaler.
 func (n Nth) MarshalJSON() ([]byte, error) {
 	if n.Trial {
@@ -330,8 +349,9 @@ type Expect struct {
 	// AnyExit accepts any exit status (when either outcome is correct and
 	// later checks decide).
 	AnyExit bool `json:"anyExit,omitempty"`
-	// Output must appear in stderr or stdout (substring).
-	Output string `json:"output,omitempty"`
+	// Output must appear in stderr or stdout (substring); a list when
+	// runtimes word the same reason differently: one of them must appear.
+	Output Outputs `json:"output,omitempty"`
 	// Within bounds the command's wall time.
 	Within Duration `json:"within,omitempty"`
 	// RollupAtLeast (burn only): the caller's cgroup must be charged at

@@ -63,8 +63,10 @@ func (st *Step) texts(f string, visit visitFunc) error {
 		return err
 	}
 	if e := st.Expect; e != nil {
-		if err := visit(f+".expect.output", plainText, &e.Output); err != nil {
-			return err
+		for i := range e.Output {
+			if err := visit(fmt.Sprintf("%s.expect.output[%d]", f, i), plainText, &e.Output[i]); err != nil {
+				return err
+			}
 		}
 	}
 	if c := st.Check; c != nil {

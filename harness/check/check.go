@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -270,7 +271,7 @@ type Command struct {
 type Expect struct {
 	Fail    bool
 	AnyExit bool
-	Output  string
+	Output  []string // one of them must appear (substring)
 	Within  time.Duration
 }
 
@@ -283,13 +284,25 @@ func Evaluate(e Expect, c Command) []string {
 	if !e.Fail && !e.AnyExit && c.Exit != 0 {
 		out = append(out, fmt.Sprintf("exited %d, want 0: %s", c.Exit, lastLines(c.Output, 3)))
 	}
-	if e.Output != "" && !strings.Contains(c.Output, e.Output) {
-		out = append(out, fmt.Sprintf("output lacks %q: %s", e.Output, lastLines(c.Output, 3)))
+	if len(e.Output) > 0 && !slices.ContainsFunc(e.Output, func(s string) bool { return strings.Contains(c.Output, s) }) {
+		out = append(out, fmt.Sprintf("output lacks %s: %s", quoteAny(e.Output), lastLines(c.Output, 3)))
 	}
 	if e.Within > 0 && c.Dur > e.Within {
 		out = append(out, fmt.Sprintf("took %.2fs, want under %v", c.Dur.Seconds(), e.Within))
 	}
 	return out
+}
+
+// quoteAny is "a" for one string, any of "a", "b" for more.
+func quoteAny(ss []string) string {
+	var q []string
+	for _, s := range ss {
+		q = append(q, strconv.Quote(s))
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return "any of " + strings.Join(q, ", ")
 }
 
 // LastLines is lastLines for the runner's own messages.

@@ -235,7 +235,9 @@ func TestEvaluate(t *testing.T) {
 		{"fail wanted", Expect{Fail: true}, Command{Exit: 1}, 0},
 		{"fail wanted, got 0", Expect{Fail: true}, Command{Exit: 0}, 1},
 		{"any exit", Expect{AnyExit: true}, Command{Exit: 3}, 0},
-		{"output", Expect{Fail: true, Output: ".."}, Command{Exit: 1, Output: "flag provided but not defined"}, 1},
+		{"output", Expect{Fail: true, Output: []string{".."}}, Command{Exit: 1, Output: "flag provided but not defined"}, 1},
+		{"one of the outputs", Expect{Fail: true, Output: []string{"invalid rootfs", "waiting for sandbox"}}, Command{Exit: 1, Output: "waiting for sandbox to start: EOF"}, 0},
+		{"none of the outputs", Expect{Fail: true, Output: []string{"invalid rootfs", "waiting for sandbox"}}, Command{Exit: 1, Output: "container does not exist"}, 1},
 		{"too slow", Expect{Within: time.Second}, Command{Dur: 5 * time.Second}, 1},
 		{"slow and failing", Expect{Within: time.Second}, Command{Exit: 128, Dur: 5 * time.Second}, 2},
 	} {

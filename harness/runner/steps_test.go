@@ -358,7 +358,7 @@ func TestWithoutStraceNoise(t *testing.T) {
 // one (issue 47 item 4).
 func TestExpectJoinsErrors(t *testing.T) {
 	cs := &caseState{res: &report.Result{}}
-	st := &casefile.Step{ID: "refused", Expect: &casefile.Expect{Fail: true, Output: "refused"}}
+	st := &casefile.Step{ID: "refused", Expect: &casefile.Expect{Fail: true, Output: casefile.Outputs{"refused"}}}
 	var rec report.Step
 	(&Runner{}).expect(cs, st, "a: ", check.Command{Output: "created\n"}, &rec)
 	want := `exited 0, want a failure; output lacks "refused": created`
