@@ -14,6 +14,7 @@ import (
 
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mounts"
+	"github.com/runsc-cgroups/cgconform/harness/proc"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
@@ -24,7 +25,7 @@ import (
 func (r *Runner) teardown() []string {
 	var left []string
 	if r.reaper != nil {
-		killAndWait(descendants(os.Getpid()), 5*time.Second)
+		killAndWait(descendantProcs(os.Getpid()), 5*time.Second)
 	}
 	if r.tree != nil {
 		for _, h := range r.host.Hierarchies {
@@ -225,7 +226,7 @@ func (r *Runner) leftovers(cs *caseState) []string {
 		}
 	}
 	for _, p := range r.strayProcs(cs) {
-		out = append(out, fmt.Sprintf("pid %d (%s) %s", p, comm(p), strings.Join(cmdline(p), " ")))
+		out = append(out, fmt.Sprintf("pid %d (%s) %s", p.PID, comm(p.PID), strings.Join(cmdline(p.PID), " ")))
 	}
 	out = append(out, strayState(cs.order)...)
 	return append(out, r.strayMounts(cs)...)
@@ -362,10 +363,10 @@ func (r *Runner) nestedLeaves(cs *caseState) map[string]bool {
 
 // strayProcs are live descendants of the harness other than the context's
 // holders.
-func (r *Runner) strayProcs(cs *caseState) []int {
-	var out []int
-	for _, p := range descendants(os.Getpid()) {
-		if slices.Contains(intsToStrings(cs.holders), fmt.Sprint(p)) || cs.isForeign(p) {
+func (r *Runner) strayProcs(cs *caseState) []proc.Process {
+	var out []proc.Process
+	for _, p := range descendantProcs(os.Getpid()) {
+		if slices.Contains(cs.holders, p.PID) || cs.isForeign(p.PID) {
 			continue
 		}
 		out = append(out, p)
@@ -375,7 +376,7 @@ func (r *Runner) strayProcs(cs *caseState) []int {
 
 func (cs *caseState) isForeign(pid int) bool {
 	for _, p := range cs.foreign {
-		if p == pid {
+		if p.PID == pid {
 			return true
 		}
 	}
@@ -398,7 +399,7 @@ func (r *Runner) teardownCase(cs *caseState) {
 			cs.res.Outcome = report.Fail
 		}
 	}
-	if left := killAndWait(descendants(os.Getpid()), 5*time.Second); len(left) > 0 {
+	if left := killAndWait(descendantProcs(os.Getpid()), 5*time.Second); len(left) > 0 {
 		cs.fail("teardown", fmt.Sprintf("processes survived SIGKILL: %v", left), "")
 		cs.res.Outcome = report.Fail
 	}

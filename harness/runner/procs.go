@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,12 +126,23 @@ func alive(pid int) bool {
 	return err == nil && !s.Gone()
 }
 
-// descendants returns every live process below root (not root itself).
+// descendants returns the PID of every live process below root (not root
+// itself).
 func descendants(root int) []int {
 	var out []int
+	for _, p := range descendantProcs(root) {
+		out = append(out, p.PID)
+	}
+	return out
+}
+
+// descendantProcs is descendants named by PID and start time as listed:
+// what a later kill may signal.
+func descendantProcs(root int) []proc.Process {
+	var out []proc.Process
 	for _, s := range proc.Descendants(proc.All(), root) {
 		if !s.Gone() {
-			out = append(out, s.PID)
+			out = append(out, proc.Process{PID: s.PID, Start: s.Start})
 		}
 	}
 	return out
@@ -207,18 +219,29 @@ func hasFlag(args []string, name string) bool {
 	return false
 }
 
-// killAndWait SIGKILLs pids (which the harness started) and waits until
-// they are gone or timeout passes.
-func killAndWait(pids []int, timeout time.Duration) []int {
-	for _, p := range pids {
-		_ = unix.Kill(p, unix.SIGKILL)
+// ours names pid by its start time while it is one of the harness's live
+// descendants, which a PID observed earlier may no longer be; else nil.
+func ours(pid int) []proc.Process {
+	p, err := proc.Identify(pid)
+	if err != nil || !slices.Contains(descendants(os.Getpid()), pid) {
+		return nil
+	}
+	return []proc.Process{p}
+}
+
+// killAndWait SIGKILLs ps (which the harness started) and waits until
+// they are gone or timeout passes. A PID that went to another process
+// since it was listed is left alone.
+func killAndWait(ps []proc.Process, timeout time.Duration) []int {
+	for _, p := range ps {
+		_ = p.Signal(unix.SIGKILL)
 	}
 	deadline := time.Now().Add(timeout)
 	for {
 		var left []int
-		for _, p := range pids {
-			if alive(p) {
-				left = append(left, p)
+		for _, p := range ps {
+			if p.Alive() {
+				left = append(left, p.PID)
 			}
 		}
 		if len(left) == 0 || time.Now().After(deadline) {

@@ -35,6 +35,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/ocispec"
+	"github.com/runsc-cgroups/cgconform/harness/proc"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 	"golang.org/x/sys/unix"
 )
@@ -576,7 +577,7 @@ type caseState struct {
 	extra         []hierarchyPath // cgroups outside the case root to watch (systemd unit)
 	// foreign are the setup's processes by name: started by the harness,
 	// not by a runtime, so never a leak.
-	foreign map[string]int
+	foreign map[string]proc.Process
 	// mountns holds a process per named mount namespace (sandbox mountns).
 	mountns map[string]int
 	// trial is the current trial (0-based) of trials trials; a failure's
@@ -673,7 +674,7 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 	// The case's time limit bounds each trial (runTrial) and each input of a
 	// table (runInput), not their sum: 200 trials of a kill storm, or 18
 	// inputs under emulation, each get the whole limit.
-	cs := &caseState{c: c, cx: cx, rt: rt, res: &res, root: fmt.Sprintf("%s/%03d", r.tree.Root, idx), foreign: map[string]int{}, mountns: map[string]int{}}
+	cs := &caseState{c: c, cx: cx, rt: rt, res: &res, root: fmt.Sprintf("%s/%03d", r.tree.Root, idx), foreign: map[string]proc.Process{}, mountns: map[string]int{}}
 	cs.dir = filepath.Join(r.work, fmt.Sprintf("%03d", idx))
 	cs.logDir = filepath.Join(cs.dir, "logs")
 	if err := os.MkdirAll(cs.logDir, 0o755); err != nil {
@@ -794,7 +795,7 @@ func (r *Runner) respawnSetup(ctx context.Context, cs *caseState) error {
 		if it.Do != "process" || !it.When.Applies(r.mode(), cs.cx) {
 			continue
 		}
-		if pid, ok := cs.foreign[it.Name]; ok && alive(pid) {
+		if p, ok := cs.foreign[it.Name]; ok && p.Alive() {
 			continue
 		}
 		if err := r.setupItem(ctx, cs, it); err != nil {

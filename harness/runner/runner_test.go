@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/proc"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
@@ -301,5 +303,39 @@ func TestCallerNestedOnlyOnV2(t *testing.T) {
 				t.Errorf("%s on a %s host: skip reason %q", cx, m, why)
 			}
 		}
+	}
+}
+
+// TestKillAndWaitByStartTime: a child named with its start time is killed;
+// the same PID named with another start time (the PID gone to another
+// process since it was listed) is left alone; ours names only the
+// harness's descendants.
+func TestKillAndWaitByStartTime(t *testing.T) {
+	child := exec.Command("sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	p, err := proc.Identify(child.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := proc.Process{PID: p.PID, Start: p.Start + 1}
+	if left := killAndWait([]proc.Process{stale}, 200*time.Millisecond); len(left) != 0 {
+		t.Fatalf("a stale start time: left %v, want it not reported", left)
+	}
+	// A SIGKILL ends a sleeping child within milliseconds.
+	if p.Wait(nil, time.Second) {
+		t.Fatal("the child named with a stale start time was killed")
+	}
+	if got := ours(1); got != nil {
+		t.Errorf("ours(1) = %v: init is no descendant of the test", got)
+	}
+	if left := killAndWait(ours(p.PID), 5*time.Second); len(left) != 0 {
+		t.Fatalf("the child survived: %v", left)
+	}
+	child.Wait()
+	if ws := child.ProcessState.Sys().(syscall.WaitStatus); ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the child ended %v, want SIGKILL", child.ProcessState)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/proc"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 	"github.com/runsc-cgroups/cgconform/harness/roottest"
 )
@@ -134,7 +135,7 @@ func fakeRuntime(kind string, args []string) int {
 		return exitOn(os.WriteFile(stateFile, b, 0o644))
 	case "start":
 		if kind == "runc-dead" && known {
-			killAndWait([]int{st.Pid}, 5*time.Second)
+			killPID(st.Pid)
 		}
 		return 0
 	case "state":
@@ -170,7 +171,7 @@ func fakeRuntime(kind string, args []string) int {
 		if !known {
 			return 0
 		}
-		killAndWait([]int{st.Pid}, 5*time.Second)
+		killPID(st.Pid)
 		if kind == "runc-leaky" {
 			st.Dirs = nil
 		}
@@ -776,4 +777,11 @@ func TestSelfTestInject(t *testing.T) {
 		}
 	}
 	assertNoTestRootLeft(t, rep.RunID)
+}
+
+// killPID is the fake runtimes' kill of the process their state names.
+func killPID(pid int) {
+	if p, err := proc.Identify(pid); err == nil {
+		killAndWait([]proc.Process{p}, 5*time.Second)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
 
 // setup makes a case's preconditions (cases/README.md, "setup") before the
@@ -66,7 +67,11 @@ func (r *Runner) setupItem(ctx context.Context, cs *caseState, it casefile.Setup
 		if err != nil {
 			return err
 		}
-		cs.foreign[it.Name] = pid
+		// Alive and ours (a child no one reaps while it runs): its start
+		// time names it.
+		if cs.foreign[it.Name], err = proc.Identify(pid); err != nil {
+			return err
+		}
 		cs.vars["pid."+it.Name] = fmt.Sprint(pid)
 	}
 	return nil

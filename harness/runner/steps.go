@@ -18,6 +18,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/check"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/proc"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 	"golang.org/x/sys/unix"
 )
@@ -586,7 +587,7 @@ func (r *Runner) cycleStep(ctx context.Context, cs *caseState, st *casefile.Step
 // process inside a sandbox's cgroup (another tenant's, a debugging shell),
 // which makes the cgroup busy at delete.
 func (r *Runner) joinStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
-	pid := cs.foreign[st.Process]
+	pid := cs.foreign[st.Process].PID
 	m, ok := check.Main(in.procs)
 	if !ok {
 		cs.fail(st.ID, in.label+": no process of the sandbox observed to find its cgroup", "")
@@ -617,9 +618,10 @@ func (r *Runner) joinStep(ctx context.Context, cs *caseState, st *casefile.Step,
 
 // killProcessStep SIGKILLs a setup process and waits until it is gone.
 func (r *Runner) killProcessStep(cs *caseState, st *casefile.Step) report.Step {
-	pid := cs.foreign[st.Process]
+	p := cs.foreign[st.Process]
+	pid := p.PID
 	rec := report.Step{ID: st.ID, Do: st.Do, Note: fmt.Sprintf("SIGKILL %s pid %d", st.Process, pid)}
-	if left := killAndWait([]int{pid}, r.scaled(10*time.Second)); len(left) > 0 {
+	if left := killAndWait([]proc.Process{p}, r.scaled(10*time.Second)); len(left) > 0 {
 		cs.fail(st.ID, fmt.Sprintf("%s (pid %d) survived SIGKILL", st.Process, pid), "")
 		rec.Error = "survived SIGKILL"
 	}
@@ -691,7 +693,7 @@ func (r *Runner) killStep(ctx context.Context, cs *caseState, st *casefile.Step,
 	}
 	t0 := time.Now()
 	limit := r.scaled(10 * time.Second)
-	left := killAndWait([]int{pid}, limit)
+	left := killAndWait(ours(pid), limit)
 	if role == "shim" {
 		// containerd answers a dead shim with `shim delete -id ID` once it
 		// notices: wait for that cleanup to start (a grace period) and end.

@@ -126,7 +126,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 		left, removed = diffSets(cs.baseline, now)
 		left = append(left, r.strayMounts(cs)...)
 		for _, p := range r.strayProcs(cs) {
-			left = append(left, fmt.Sprintf("pid %d (%s)", p, comm(p)))
+			left = append(left, fmt.Sprintf("pid %d (%s)", p.PID, comm(p.PID)))
 		}
 		if len(left)+len(removed) == 0 || time.Now().After(deadline) {
 			break
