@@ -90,7 +90,11 @@ func RenderKubeletConfig(k KubeletConfig) string {
 type StaticPod struct {
 	Name, Container string
 	Privileged      bool
-	Mounts          []Mount
+	// Capabilities are added to the runtime's default set of a container
+	// that is not privileged, whose seccomp and AppArmor profiles are then
+	// Unconfined (the runtime's default AppArmor profile refuses mount).
+	Capabilities []string
+	Mounts       []Mount
 }
 
 // StaticPodManifest is p as a v1 Pod manifest (YAML). Host paths are
@@ -103,11 +107,17 @@ func StaticPodManifest(p StaticPod) ([]byte, error) {
 		vols = append(vols, map[string]any{"name": name, "hostPath": map[string]any{"path": m.HostPath}})
 		mounts = append(mounts, map[string]any{"name": name, "mountPath": m.ContainerPath, "readOnly": m.ReadOnly})
 	}
+	sc := map[string]any{"privileged": p.Privileged}
+	if !p.Privileged && len(p.Capabilities) > 0 {
+		sc["capabilities"] = map[string]any{"add": p.Capabilities}
+		sc["seccompProfile"] = map[string]any{"type": "Unconfined"}
+		sc["appArmorProfile"] = map[string]any{"type": "Unconfined"}
+	}
 	ctr := map[string]any{
 		"name":            p.Container,
 		"image":           ImageName,
 		"imagePullPolicy": "Never",
-		"securityContext": map[string]any{"privileged": p.Privileged},
+		"securityContext": sc,
 	}
 	if len(mounts) > 0 {
 		ctr["volumeMounts"] = mounts

@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -169,5 +170,33 @@ func TestKubeletArgs(t *testing.T) {
 		"--containerd", "/b/containerd.sock", "--v", "2"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestStaticPodManifestUnprivileged: a container that is not privileged
+// gets the capabilities added and Unconfined seccomp and AppArmor, in
+// Kubernetes' v1 SecurityContext names.
+func TestStaticPodManifestUnprivileged(t *testing.T) {
+	out, err := StaticPodManifest(StaticPod{Name: "seed", Container: "runtime", Capabilities: []string{"SYS_ADMIN", "SYS_PTRACE"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod struct {
+		Spec struct {
+			Containers []struct {
+				SecurityContext struct {
+					Privileged                      bool
+					Capabilities                    struct{ Add []string }
+					SeccompProfile, AppArmorProfile struct{ Type string }
+				}
+			}
+		}
+	}
+	if err := yaml.Unmarshal(out, &pod); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	sc := pod.Spec.Containers[0].SecurityContext
+	if sc.Privileged || !slices.Equal(sc.Capabilities.Add, []string{"SYS_ADMIN", "SYS_PTRACE"}) || sc.SeccompProfile.Type != "Unconfined" || sc.AppArmorProfile.Type != "Unconfined" {
+		t.Errorf("securityContext %+v in:\n%s", sc, out)
 	}
 }

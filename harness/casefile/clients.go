@@ -27,6 +27,9 @@ import (
 //     recommends to callers.
 //   - kubelet-static-nested: kubelet-static (harness/runner/kubelet.go)
 //     after the same move of the caller (cgroup v2 only).
+//   - kubelet-static-unprivileged: kubelet-static with a container that
+//     is not privileged (SYS_ADMIN added, seccomp and AppArmor
+//     unconfined): its cgroupfs is read-only.
 //   - docker, docker-systemd, podman, podman-systemd: a private Docker
 //     daemon or Podman store (clients.Engine) with the cgroupfs or the
 //     systemd driver; C is the engine's own cgroup; every sandbox is an
@@ -50,18 +53,19 @@ var commonChecks = []string{"check", "sleep"}
 
 // ClientContexts lists the client contexts and what they support.
 var ClientContexts = map[string]ClientContext{
-	"ctr":                   {Name: "ctr", Makes: true, Actions: append([]string{"run", "kill", "delete", "delete-force", "state", "wait-stopped", "pause", "resume", "kill-sandbox"}, commonChecks...)},
-	"kubelet-cgroupfs":      {Name: "kubelet-cgroupfs", Makes: true, OneSandbox: true, Actions: append([]string{"run", "delete", "delete-force", "state", "wait-stopped", "exec"}, commonChecks...)},
-	"kubelet-systemd":       {Name: "kubelet-systemd", Makes: true, OneSandbox: true, Actions: append([]string{"run", "delete", "delete-force", "state", "wait-stopped", "exec"}, commonChecks...)},
-	"cri-privileged":        {Name: "cri-privileged"},
-	"cri-delegated":         {Name: "cri-delegated"},
-	"cri-delegated-nested":  {Name: "cri-delegated-nested"},
-	"kubelet-static":        {Name: "kubelet-static"},
-	"kubelet-static-nested": {Name: "kubelet-static-nested"},
-	"docker":                engineContext("docker", "restart-daemon", "runtime-delete"),
-	"docker-systemd":        engineContext("docker-systemd", "restart-daemon", "runtime-delete"),
-	"podman":                engineContext("podman"),
-	"podman-systemd":        engineContext("podman-systemd"),
+	"ctr":                         {Name: "ctr", Makes: true, Actions: append([]string{"run", "kill", "delete", "delete-force", "state", "wait-stopped", "pause", "resume", "kill-sandbox"}, commonChecks...)},
+	"kubelet-cgroupfs":            {Name: "kubelet-cgroupfs", Makes: true, OneSandbox: true, Actions: append([]string{"run", "delete", "delete-force", "state", "wait-stopped", "exec"}, commonChecks...)},
+	"kubelet-systemd":             {Name: "kubelet-systemd", Makes: true, OneSandbox: true, Actions: append([]string{"run", "delete", "delete-force", "state", "wait-stopped", "exec"}, commonChecks...)},
+	"cri-privileged":              {Name: "cri-privileged"},
+	"cri-delegated":               {Name: "cri-delegated"},
+	"cri-delegated-nested":        {Name: "cri-delegated-nested"},
+	"kubelet-static":              {Name: "kubelet-static"},
+	"kubelet-static-nested":       {Name: "kubelet-static-nested"},
+	"kubelet-static-unprivileged": {Name: "kubelet-static-unprivileged"},
+	"docker":                      engineContext("docker", "restart-daemon", "runtime-delete"),
+	"docker-systemd":              engineContext("docker-systemd", "restart-daemon", "runtime-delete"),
+	"podman":                      engineContext("podman"),
+	"podman-systemd":              engineContext("podman-systemd"),
 }
 
 func engineContext(name string, more ...string) ClientContext {
@@ -69,7 +73,7 @@ func engineContext(name string, more ...string) ClientContext {
 	return ClientContext{Name: name, Makes: true, Engine: true, Actions: append(append(acts, more...), commonChecks...)}
 }
 
-var kubeletStatic = []string{"kubelet-static", "kubelet-static-nested"}
+var kubeletStatic = []string{"kubelet-static", "kubelet-static-nested", "kubelet-static-unprivileged"}
 
 // OnlyIn are the steps only some contexts can do: the real kubelet's
 // (kubelet-static) actions and check, and a Docker daemon's restart.

@@ -54,10 +54,10 @@ func TestKubeletStaticBad(t *testing.T) {
 		edits   []string
 		wantErr string
 	}{
-		{"cpu outside kubelet-static", []string{"contexts: [kubelet-static]|contexts: [cri-privileged]"}, "steps[2].do: kubelet-cpu runs only in kubelet-static, kubelet-static-nested, not cri-privileged"},
+		{"cpu outside kubelet-static", []string{"contexts: [kubelet-static]|contexts: [cri-privileged]"}, "steps[2].do: kubelet-cpu runs only in kubelet-static, kubelet-static-nested, kubelet-static-unprivileged, not cri-privileged"},
 		{"cpu in a second context", []string{both}, "steps[2].do: kubelet-cpu runs only in kubelet-static"},
-		{"kubeletSane in a second context", []string{both, cpuOnly}, "steps[3].do: kubeletSane runs only in kubelet-static, kubelet-static-nested, not cri-privileged"},
-		{"remove-pod in a second context", []string{both, cpuOnly, sane}, "steps[6].do: remove-pod runs only in kubelet-static, kubelet-static-nested, not cri-privileged"},
+		{"kubeletSane in a second context", []string{both, cpuOnly}, "steps[3].do: kubeletSane runs only in kubelet-static, kubelet-static-nested, kubelet-static-unprivileged, not cri-privileged"},
+		{"remove-pod in a second context", []string{both, cpuOnly, sane}, "steps[6].do: remove-pod runs only in kubelet-static, kubelet-static-nested, kubelet-static-unprivileged, not cri-privileged"},
 		{"each held to kubelet-static with when", []string{both, cpuOnly, sane, podGone}, ""},
 		{"cpu takes no sandbox", []string{"{id: cpu, do: kubelet-cpu,|{id: cpu, do: kubelet-cpu, sandbox: a,"}, "steps[2].sandbox: action \"kubelet-cpu\" takes no sandbox"},
 		{"cpu needs a duration", []string{"do: kubelet-cpu, duration: 3s,|do: kubelet-cpu,"}, "steps[2].duration"},

@@ -521,7 +521,7 @@ var (
 	// Contexts a case may run in. From ctr on they are made by a real
 	// client (ClientContexts): containerd, Docker, Podman.
 	Contexts = []string{"host", "container", "caller-nested", "caller-nested-cgroupns", "kubepods-privileged", "kubepods-delegated", "kubepods-nsenter", "systemd-unit", "systemd-unit-undelegated",
-		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated", "cri-delegated-nested", "kubelet-static", "kubelet-static-nested",
+		"ctr", "kubelet-cgroupfs", "kubelet-systemd", "cri-privileged", "cri-delegated", "cri-delegated-nested", "kubelet-static", "kubelet-static-nested", "kubelet-static-unprivileged",
 		"docker", "docker-systemd", "podman", "podman-systemd"}
 	// Actions a step may do.
 	Actions = []string{"create", "start", "run", "exec", "kill", "pause", "resume", "kill-sandbox", "kill-gofer", "kill-shim", "delete", "delete-force", "state", "update", "wait-stopped", "cycle", "join", "kill-process", "sleep", "burn", "write", "remove-empty", "write-state", "write-lock", "remove-lock", "continue", "list", "stop-unit", "kubelet-cpu", "remove-pod", "restart-daemon", "runtime-delete", "check"}

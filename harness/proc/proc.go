@@ -24,7 +24,14 @@ type Stat struct {
 	// Start is when the process started, in clock ticks after boot:
 	// with PID, it names one process for the life of the machine.
 	Start uint64
+	// CPU is the user and system time of its threads and of the children
+	// it waited for (utime+stime+cutime+cstime), in clock ticks.
+	CPU uint64
 }
+
+// TicksPerSecond is the clock tick of /proc/PID/stat (USER_HZ, 100 in
+// Linux's user ABI).
+const TicksPerSecond = 100
 
 // Gone reports whether the process has ended (a zombie or being reaped).
 func (s Stat) Gone() bool { return s.State == 'Z' || s.State == 'X' }
@@ -54,6 +61,13 @@ func ParseStat(line string) (Stat, error) {
 	}
 	if s.Start, err = strconv.ParseUint(f[19], 10, 64); err != nil {
 		return Stat{}, fmt.Errorf("malformed stat starttime in %q", line)
+	}
+	for _, t := range f[11:15] {
+		n, err := strconv.ParseInt(t, 10, 64) // cutime and cstime are signed
+		if err != nil {
+			return Stat{}, fmt.Errorf("malformed stat times in %q", line)
+		}
+		s.CPU += uint64(max(n, 0))
 	}
 	return s, nil
 }

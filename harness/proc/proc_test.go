@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 
 // tail is the rest of a real stat line after ppid and pgrp: session
 // (field 6) to the end, starttime (field 22) 777.
-const tail = " 34 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 777 1000 200 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0"
+const tail = " 34 0 -1 4194560 100 0 0 0 1 2 4 8 20 0 1 0 777 1000 200 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0"
 
 func TestParseStat(t *testing.T) {
 	for _, tc := range []struct {
@@ -23,15 +24,16 @@ func TestParseStat(t *testing.T) {
 		want Stat
 		bad  bool
 	}{
-		{line: "123 (containerd) S 1 123" + tail, want: Stat{PID: 123, Comm: "containerd", State: 'S', PPID: 1, Pgrp: 123, Start: 777}},
-		{line: "77 (a) b) (c) R 55 77" + tail, want: Stat{PID: 77, Comm: "a) b) (c", State: 'R', PPID: 55, Pgrp: 77, Start: 777}},
-		{line: "88 (my shim (v2)) Z 87 1" + tail + "\n", want: Stat{PID: 88, Comm: "my shim (v2)", State: 'Z', PPID: 87, Pgrp: 1, Start: 777}},
-		{line: "9 () S 8 8" + tail, want: Stat{PID: 9, State: 'S', PPID: 8, Pgrp: 8, Start: 777}},
+		{line: "123 (containerd) S 1 123" + tail, want: Stat{PID: 123, Comm: "containerd", State: 'S', PPID: 1, Pgrp: 123, Start: 777, CPU: 15}},
+		{line: "77 (a) b) (c) R 55 77" + tail, want: Stat{PID: 77, Comm: "a) b) (c", State: 'R', PPID: 55, Pgrp: 77, Start: 777, CPU: 15}},
+		{line: "88 (my shim (v2)) Z 87 1" + tail + "\n", want: Stat{PID: 88, Comm: "my shim (v2)", State: 'Z', PPID: 87, Pgrp: 1, Start: 777, CPU: 15}},
+		{line: "9 () S 8 8" + tail, want: Stat{PID: 9, State: 'S', PPID: 8, Pgrp: 8, Start: 777, CPU: 15}},
 		{line: "garbage", bad: true},
 		{line: "9 (x)", bad: true},
 		{line: "9 (x) S 1 1 34 0", bad: true},
 		{line: "x (y) S 1 1" + tail, bad: true},
 		{line: "9 (x) S one 1" + tail, bad: true},
+		{line: "9 (x) S 1 1" + strings.Replace(tail, " 1 2 4 8 ", " 1 x 4 8 ", 1), bad: true},
 	} {
 		got, err := ParseStat(tc.line)
 		if (err != nil) != tc.bad {

@@ -50,7 +50,7 @@ func clientKindOf(cx string) clientKind {
 		return clientCtr
 	case "kubelet-cgroupfs", "kubelet-systemd":
 		return clientKubelet
-	case "cri-privileged", "cri-delegated", "cri-delegated-nested", "kubelet-static", "kubelet-static-nested":
+	case "cri-privileged", "cri-delegated", "cri-delegated-nested", "kubelet-static", "kubelet-static-nested", "kubelet-static-unprivileged":
 		return clientExec
 	}
 	if casefile.ClientContexts[cx].Engine {
@@ -154,7 +154,7 @@ func (r *Runner) clientSkip(cx string, rt Runtime) string {
 		if !r.host.SystemdPID1 {
 			return "the systemd cgroup driver needs systemd as PID 1 (runs in the systemd VMs)"
 		}
-	case "kubelet-static", "kubelet-static-nested":
+	case "kubelet-static", "kubelet-static-nested", "kubelet-static-unprivileged":
 		if cx == "kubelet-static-nested" && r.host.Mode != mode.V2 {
 			return "the caller moves itself into a leaf only on cgroup v2 (no internal processes rule); on v1 client-kubelet-cpu already places the sandboxes beneath C"
 		}
@@ -434,7 +434,7 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 }
 
 // staticPod: the exec context's pod is the real kubelet's static pod.
-func staticPod(cx string) bool { return cx == "kubelet-static" || cx == "kubelet-static-nested" }
+func staticPod(cx string) bool { return slices.Contains(casefile.OnlyIn["kubelet-cpu"], cx) }
 
 // moveIntoLeaf is what patches/90-nested-cgroups/DESIGN.md recommends a
 // caller runs before it starts runsc, to have sandboxes beneath its own

@@ -16,6 +16,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/check"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/proc"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
@@ -29,6 +30,17 @@ import (
 // and reads what the kubelet's cAdvisor says the container and the pod
 // used; remove-pod deletes the manifest and waits for the pod and its
 // cgroup to go; the check kubeletSane reads the kubelet's log.
+
+// unprivilegedCaps are what kubelet-static-unprivileged adds to the
+// runtime's default capabilities (containerd's: CHOWN, DAC_OVERRIDE,
+// FSETID, FOWNER, MKNOD, NET_RAW, SETGID, SETUID, SETFCAP, SETPCAP,
+// NET_BIND_SERVICE, SYS_CHROOT, KILL, AUDIT_WRITE) for runsc to start
+// sandboxes. Measured in the systemd-v2 VM: without SYS_ADMIN runsc
+// refuses ("can't run sandbox process in minimal chroot since we don't
+// have CAP_SYS_ADMIN"); SYS_PTRACE and DAC_READ_SEARCH are not needed;
+// the runtime's default seccomp or AppArmor profile kills its sandbox
+// while it starts (docs/KUBELET.md).
+var unprivilegedCaps = []string{"SYS_ADMIN"}
 
 // kubeletPodName is the static pod's name (it runs as
 // <name>-<clients.KubeletNodeName>); kubeletContainer its container's.
@@ -51,7 +63,11 @@ func (r *Runner) setupKubeletPod(ctx context.Context, cs *caseState, mounts []cl
 		return nil, err
 	}
 	cl.kubelet, cl.kubeletMadeQoS = k, madeQoS
-	pod, err := k.AddStaticPod(ctx, clients.StaticPod{Name: kubeletPodName, Container: kubeletContainer, Privileged: true, Mounts: mounts}, r.scaled(3*time.Minute))
+	sp := clients.StaticPod{Name: kubeletPodName, Container: kubeletContainer, Privileged: true, Mounts: mounts}
+	if cs.cx == "kubelet-static-unprivileged" {
+		sp.Privileged, sp.Capabilities = false, unprivilegedCaps
+	}
+	pod, err := k.AddStaticPod(ctx, sp, r.scaled(3*time.Minute))
 	// The kubelet has started once its static pod runs.
 	cs.timeDaemon("kubelet", t0, err)
 	if err != nil {
@@ -236,8 +252,13 @@ type kubeletCPU struct {
 // sandboxCPU is one sandbox instance's CPU over the burn.
 type sandboxCPU struct {
 	Label, Cgroup string
-	// Own is what its own cgroup's usage file says; Cadvisor what the
-	// kubelet's cAdvisor reports for that cgroup (-1: no series).
+	// Procs are its processes when it runs in the container's cgroup
+	// itself (--ignore-cgroups): then Own is read from them and what they
+	// started, since the cgroup holds the container's processes too.
+	Procs []int
+	// Own is what its own cgroup's usage file says (or its processes);
+	// Cadvisor what the kubelet's cAdvisor reports for that cgroup (-1:
+	// no series).
 	Own, Cadvisor float64
 	// CadvisorStale: cAdvisor's last sample of that cgroup was taken
 	// before the burn ended (it samples each cgroup on its own timer).
@@ -299,9 +320,13 @@ func (m kubeletCPU) note() string {
 		if s.CadvisorStale {
 			cad += ", its last sample before the burn ended"
 		}
-		sbs = append(sbs, fmt.Sprintf("%s %.2fs in %s (%s)", s.Label, s.Own, s.Cgroup, cad))
+		where := "in " + s.Cgroup
+		if len(s.Procs) > 0 {
+			where = "by its processes, in the container's cgroup " + s.Cgroup
+		}
+		sbs = append(sbs, fmt.Sprintf("%s %.2fs %s (%s)", s.Label, s.Own, where, cad))
 	}
-	out := fmt.Sprintf("burn %.1fs in %d sandbox(es): their own cgroups charged %.2fs [%s]; /metrics/cadvisor container_cpu_usage_seconds_total: container %s +%.2fs (%s of the sandboxes'), pod +%.2fs (%s)",
+	out := fmt.Sprintf("burn %.1fs in %d sandbox(es): they used %.2fs [%s]; /metrics/cadvisor container_cpu_usage_seconds_total: container %s +%.2fs (%s of the sandboxes'), pod +%.2fs (%s)",
 		m.Burn.Seconds(), len(m.Sandboxes), t, strings.Join(sbs, "; "), m.ContainerID, m.Container, pct(m.Container), m.Pod, pct(m.Pod))
 	for _, whom := range []string{"container", "pod"} {
 		_, other, sb := m.figure(whom)
@@ -437,12 +462,31 @@ func (r *Runner) kubeletCPUStep(ctx context.Context, cs *caseState, st *casefile
 		if !ok {
 			return fail(in.label + ": no process observed to measure")
 		}
-		m.Sandboxes = append(m.Sandboxes, sandboxCPU{Label: in.label, Cgroup: main.Cgroups[key]})
+		sb := sandboxCPU{Label: in.label, Cgroup: main.Cgroups[key]}
+		if sb.Cgroup == m.ContainerCgroup {
+			for _, p := range in.procs {
+				sb.Procs = append(sb.Procs, p.PID)
+			}
+		}
+		m.Sandboxes = append(m.Sandboxes, sb)
 	}
-	// own reads every sandbox's cgroup, then C's and the pod's, at once.
+	// own reads every sandbox's cgroup (or processes), then C's and the
+	// pod's, at once.
 	own := func() ([]time.Duration, error) {
 		var out []time.Duration
-		for _, cg := range append(sandboxCgroups(m.Sandboxes), m.ContainerCgroup, m.PodCgroup) {
+		all := proc.All()
+		for _, sb := range m.Sandboxes {
+			if len(sb.Procs) > 0 {
+				out = append(out, treeCPU(all, sb.Procs))
+				continue
+			}
+			u, err := r.host.Usage(sb.Cgroup)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, u)
+		}
+		for _, cg := range []string{m.ContainerCgroup, m.PodCgroup} {
 			u, err := r.host.Usage(cg)
 			if err != nil {
 				return nil, err
@@ -528,13 +572,22 @@ func (r *Runner) cpuKey() string {
 	return key
 }
 
-// sandboxCgroups are the sandboxes' own cgroups, in order.
-func sandboxCgroups(sbs []sandboxCPU) []string {
-	var out []string
-	for _, s := range sbs {
-		out = append(out, s.Cgroup)
+// treeCPU is the CPU of the processes roots and of every process below
+// them, as all lists them (what exited and was waited for is in its
+// parent's).
+func treeCPU(all []proc.Stat, roots []int) time.Duration {
+	var ticks uint64
+	for _, s := range all {
+		if slices.Contains(roots, s.PID) {
+			ticks += s.CPU
+		}
 	}
-	return out
+	for _, s := range proc.Descendants(all, roots...) {
+		if !slices.Contains(roots, s.PID) {
+			ticks += s.CPU
+		}
+	}
+	return time.Duration(ticks) * time.Second / proc.TicksPerSecond
 }
 
 // podDir is the pod cgroup of a container cgroup (its parent).

@@ -9,6 +9,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/clients/build"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
 
 func TestKubeletCPUVerdict(t *testing.T) {
@@ -37,6 +38,8 @@ func TestKubeletCPUVerdict(t *testing.T) {
 		{"pod has it", at(kubeletCPU{Sandboxes: two, Container: 0.1, ContainerFile: 0.1, Pod: 4.3, PodFile: 4.4}), "pod", 0.9, ""},
 		{"pod short: one sandbox outside the pod", at(kubeletCPU{Sandboxes: []sandboxCPU{{Label: "a", Cgroup: "/pause", Own: 2.0}, {Label: "b", Cgroup: "/p/b", Own: 2.0}}, Container: 1.5, ContainerFile: 1.5, Pod: 3.6, PodFile: 3.6}), "pod", 0.9, "pod's container_cpu_usage_seconds_total +3.60s; less the 1.60s its own processes used, +2.00s of the sandboxes' 4.00s (50%)"},
 		{"record only", at(kubeletCPU{Sandboxes: two}), "", 0, ""},
+		// --ignore-cgroups: both in C, measured by their processes.
+		{"container holds sandboxes in it", at(kubeletCPU{Sandboxes: []sandboxCPU{{Label: "a", Cgroup: "/p/c", Procs: []int{7}, Own: 2.0}, {Label: "b", Cgroup: "/p/c", Procs: []int{9}, Own: 2.0}}, Container: 4.6, ContainerFile: 4.5, Pod: 4.8, PodFile: 4.7}), "container", 0.9, ""},
 		{"no burn", at(kubeletCPU{Sandboxes: []sandboxCPU{{Label: "a", Own: 0.1}}, Container: 5}), "container", 0.9, "the burn did not run"},
 		{"no sandbox", at(kubeletCPU{}), "", 0, "the burn did not run"},
 	} {
@@ -53,7 +56,7 @@ func TestKubeletCPUNote(t *testing.T) {
 	m := kubeletCPU{Burn: 2 * time.Second, Sandboxes: []sandboxCPU{{Label: "a", Cgroup: "/p/c/a", Own: 2.0, Cadvisor: 1.9}, {Label: "b", Cgroup: "/p/b", Own: 2.0, Cadvisor: 0.1, CadvisorStale: true}, {Label: "x", Cgroup: "/x", Own: 0, Cadvisor: -1}},
 		Container: 2.5, Pod: 4.6, ContainerID: "/p/c", ContainerCgroup: "/p/c", PodCgroup: "/p", ContainerFile: 2.5, PodFile: 4.5, SummaryContainer: 2.1, SummaryPod: 4.1}
 	got := m.note()
-	for _, want := range []string{"their own cgroups charged 4.00s", "a 2.00s in /p/c/a (cAdvisor 1.90s)", "b 2.00s in /p/b (cAdvisor 0.10s, its last sample before the burn ended)", "x 0.00s in /x (no cAdvisor series)",
+	for _, want := range []string{"they used 4.00s", "a 2.00s in /p/c/a (cAdvisor 1.90s)", "b 2.00s in /p/b (cAdvisor 0.10s, its last sample before the burn ended)", "x 0.00s in /x (no cAdvisor series)",
 		"container /p/c +2.50s (62% of the sandboxes')", "pod +4.60s (115%)",
 		"container less its own 0.50s: +2.00s (50%; sandboxes beneath it: a)", "pod less its own 0.50s: +4.10s (102%; sandboxes beneath it: a, b)",
 		"/stats/summary: container +2.10s, pod +4.10s"} {
@@ -128,5 +131,21 @@ func TestKubeletStaticSkip(t *testing.T) {
 	r.host.Mode, r.opt.Clients.Kubelet = mode.V2, ""
 	if got := r.clientSkip("kubelet-static-nested", rt); !strings.Contains(got, "make clients builds it") {
 		t.Errorf("kubelet-static-nested on v2 without bin/kubelet: %q", got)
+	}
+}
+
+// TestTreeCPU: a sandbox's CPU by process is its processes' and that of
+// every process below them, and nothing else's.
+func TestTreeCPU(t *testing.T) {
+	all := []proc.Stat{
+		{PID: 1, CPU: 1000},
+		{PID: 10, PPID: 1, CPU: 100}, // the sandbox
+		{PID: 11, PPID: 10, CPU: 50}, // a stub
+		{PID: 12, PPID: 11, CPU: 25},
+		{PID: 20, PPID: 1, CPU: 30},  // the gofer
+		{PID: 30, PPID: 1, CPU: 400}, // the container's own
+	}
+	if got, want := treeCPU(all, []int{10, 20}), 2050*time.Millisecond; got != want {
+		t.Errorf("treeCPU = %v, want %v", got, want)
 	}
 }
