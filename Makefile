@@ -42,7 +42,8 @@ install: dist
 	install -D -m 0755 out/dist/unpacked/*/containerd-shim-runsc-v1 "$(DESTDIR)$(PREFIX)/bin/containerd-shim-runsc-v1"
 
 # README "Use it": its marked snippets, as written, from the release
-# tarball, in a systemd cgroup v2 VM (ci/commands/use-it.sh); the result
+# tarball, in a systemd cgroup v2 VM (ci/commands/use-it.sh), with the
+# containerd, ctr and crictl make clients built as the node's; the result
 # in out/use-it/systemd-v2/harness/result.txt; fails unless every snippet passed.
 use-it: dist cgconform
 	rm -f bin/useit-*.sh bin/runsc-*-linux-amd64.tar.gz
@@ -50,7 +51,7 @@ use-it: dist cgconform
 	cp out/dist/$$(awk '{print $$2}' out/dist/SHA256SUMS) bin/
 	rm -rf out/use-it
 	-$(GO) run ./ci/cmd/matrix -modes systemd-v2 -jobs 1 -out out/use-it -command ci/commands/use-it.sh \
-		-bins "$$(cd bin && ls useit-*.sh runsc-*-linux-amd64.tar.gz | paste -sd, -)" $(MATRIX_FLAGS)
+		-bins "$$(cd bin && ls useit-*.sh runsc-*-linux-amd64.tar.gz containerd ctr crictl | paste -sd, -)" $(MATRIX_FLAGS)
 	@# A -command VM sends no harness report (the matrix says no-report):
 	@# the verdict is the script's own exit status.
 	@cat out/use-it/systemd-v2/harness/result.txt
