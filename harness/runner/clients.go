@@ -746,7 +746,7 @@ func (r *Runner) observeClient(ctx context.Context, cs *caseState, in *instance)
 			byRole[role] = pid
 		}
 	}
-	if !in.record(byRole) {
+	if ok, _ := in.record(byRole); !ok {
 		if why == "" {
 			why = "no process of the client's sandbox found"
 		}
@@ -756,12 +756,13 @@ func (r *Runner) observeClient(ctx context.Context, cs *caseState, in *instance)
 }
 
 // record keeps the live processes found (by role) and where they are, as
-// the instance's; false if there were none.
-func (in *instance) record(found map[string]int) bool {
+// the instance's; false if there were none, with why one was not read.
+func (in *instance) record(found map[string]int) (ok bool, why string) {
 	var procs []report.Process
 	for role, pid := range found {
 		cg, err := cgroupfs.ProcCgroup(pid)
 		if err != nil {
+			why = fmt.Sprintf("%s pid %d: %v", role, pid, err)
 			continue
 		}
 		in.pids[role] = pid
@@ -769,10 +770,10 @@ func (in *instance) record(found map[string]int) bool {
 	}
 	sortProcs(procs)
 	if len(procs) == 0 {
-		return false
+		return false, why
 	}
 	in.procs = procs
-	return true
+	return true, ""
 }
 
 // closeClient ends a client context before the harness kills what is left:

@@ -249,7 +249,7 @@ func (r *Runner) observeEngine(ctx context.Context, cs *caseState, in *instance)
 	} else if s.Pid > 0 {
 		found["init"] = s.Pid
 	}
-	if !in.record(found) {
+	if ok, _ := in.record(found); !ok {
 		return "no process of the engine's container " + in.id + " found"
 	}
 	return ""

@@ -934,21 +934,12 @@ func (r *Runner) observe(ctx context.Context, cs *caseState, in *instance) (why 
 			found[role] = pid
 		}
 	}
-	var procs []report.Process
-	for role, pid := range found {
-		cg, err := cgroupfs.ProcCgroup(pid)
-		if err != nil {
-			why = fmt.Sprintf("%s pid %d: %v", role, pid, err)
-			continue
+	if ok, w := in.record(found); !ok {
+		if w != "" {
+			why = w
 		}
-		in.pids[role] = pid
-		procs = append(procs, report.Process{PID: pid, Role: role, Instance: in.label, Cgroups: cg})
-	}
-	sortProcs(procs)
-	if len(procs) == 0 {
 		return why
 	}
-	in.procs = procs
 	return ""
 }
 
