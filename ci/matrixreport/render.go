@@ -7,49 +7,29 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
-// symbol is how report.md shows an outcome.
-func symbol(outcome report.Outcome) string {
-	switch outcome {
-	case report.Pass:
-		return "pass"
-	case report.Fail:
-		return "**FAIL**"
-	case report.Divergence:
-		return "diverges†"
-	case report.Skip:
-		return "skip"
-	case report.Missing:
-		return "–"
-	}
-	return string(outcome)
-}
+// symbols are how report.md shows outcomes.
+var symbols = report.Symbols{report.Pass: "pass", report.Fail: "**FAIL**", report.Divergence: "diverges†", report.Skip: "skip", report.Missing: "–"}
 
-type rowKey struct{ Case, Runtime string }
-
-// cells indexes results by "case [context]" and runtime, then host.
-func cells(m *report.Matrix) (rows []rowKey, byHost map[rowKey]map[mode.Host]report.Result) {
-	byHost = map[rowKey]map[mode.Host]report.Result{}
+// grid is the matrix's table: rows case [context] x runtime, sorted,
+// columns host modes.
+func grid(m *report.Matrix) *report.Grid[report.Result] {
+	g := &report.Grid[report.Result]{}
 	for _, h := range m.Hosts {
 		for _, r := range h.Results {
-			k := rowKey{r.Name(), r.Runtime}
-			if byHost[k] == nil {
-				byHost[k] = map[mode.Host]report.Result{}
-				rows = append(rows, k)
-			}
-			byHost[k][h.Host] = r
+			g.Add(report.Row{Case: r.Case, Context: r.Context, Runtime: r.Runtime}, string(h.Host), r)
 		}
 	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		if rows[i].Case != rows[j].Case {
-			return rows[i].Case < rows[j].Case
+	sort.SliceStable(g.Rows, func(i, j int) bool {
+		a, b := g.Rows[i], g.Rows[j]
+		if a.Name() != b.Name() {
+			return a.Name() < b.Name()
 		}
-		return rows[i].Runtime < rows[j].Runtime
+		return a.Runtime < b.Runtime
 	})
-	return rows, byHost
+	return g
 }
 
 // WriteMarkdown renders the matrix table and one section per unfinished
@@ -73,20 +53,20 @@ func WriteMarkdown(w io.Writer, m *report.Matrix) error {
 			fmt.Sprintf("%.0f", mr.WallSeconds), fmt.Sprint(len(mr.Results)), mr.Tool})
 	}
 	b.WriteString(report.MarkdownTable([]string{"host", "status", "boot s", "total s", "results", "tool"}, modes))
-	rows, byHost := cells(m)
+	g := grid(m)
 	header := []string{"case", "runtime", "checks"}
 	for _, mr := range m.Hosts {
 		header = append(header, string(mr.Host))
 	}
 	var table [][]string
-	for _, k := range rows {
-		line := []string{k.Case, k.Runtime, rowChecks(m.Hosts, byHost[k])}
+	for _, k := range g.Rows {
+		line := []string{k.Name(), k.Runtime, rowChecks(m.Hosts, g, k)}
 		for _, mr := range m.Hosts {
 			outcome := report.Missing
-			if r, ok := byHost[k][mr.Host]; ok {
+			if r, ok := g.At(k, string(mr.Host)); ok {
 				outcome = r.Outcome
 			}
-			line = append(line, symbol(outcome))
+			line = append(line, symbols.Of(outcome))
 		}
 		table = append(table, line)
 	}
@@ -94,14 +74,14 @@ func WriteMarkdown(w io.Writer, m *report.Matrix) error {
 	b.WriteString("\n† expected divergence: the runtime differs from runsc-patched for the reason the case states. Checks: the check steps and nothing-left checks the result ran, over every trial (per host where the hosts differ).\n")
 	writeTimes(&b, m)
 	var notes []string
-	for _, k := range rows {
+	for _, k := range g.Rows {
 		for _, mr := range m.Hosts {
-			r, ok := byHost[k][mr.Host]
+			r, ok := g.At(k, string(mr.Host))
 			why := reason(r)
 			if !ok || (r.Outcome != report.Fail && r.Outcome != report.Divergence && r.Outcome != report.Skip) || why == "" {
 				continue
 			}
-			notes = append(notes, fmt.Sprintf("- %s `%s` / `%s` on %s: %s", symbol(r.Outcome), k.Case, k.Runtime, mr.Host, oneLine(why)))
+			notes = append(notes, fmt.Sprintf("- %s `%s` / `%s` on %s: %s", symbols.Of(r.Outcome), k.Name(), k.Runtime, mr.Host, oneLine(why)))
 		}
 	}
 	if len(notes) > 0 {
@@ -129,13 +109,7 @@ func WriteMarkdown(w io.Writer, m *report.Matrix) error {
 	return err
 }
 
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return strings.ReplaceAll(s, "|", "\\|")
-}
+func oneLine(s string) string { return strings.ReplaceAll(report.OneLine(s, 300, "…"), "|", `\|`) }
 
 // WriteJUnit writes one test suite per mode, timed by its VM's wall clock.
 // A mode that sent no report gets a test "vm" in error, a record without

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
@@ -146,7 +145,7 @@ func writeSlowest(b *strings.Builder, m *report.Matrix) {
 		for _, d := range x.r.Daemons {
 			daemons += float64(d.DurationMS) / 1000
 		}
-		rows = append(rows, []string{fmt.Sprint(i + 1), x.r.Name(), x.r.Runtime, x.host, symbol(x.r.Outcome),
+		rows = append(rows, []string{fmt.Sprint(i + 1), x.r.Name(), x.r.Runtime, x.host, symbols.Of(x.r.Outcome),
 			fmt.Sprintf("%.1f", float64(x.r.DurationMS)/1000), secs(daemons), checkCell(x.r.Checks)})
 	}
 	fmt.Fprintf(b, "\n## The %d slowest results\n\n", len(rows))
@@ -165,11 +164,11 @@ func checkCell(n int) string {
 // rowChecks is the checks column of one case x runtime row: the count
 // when every host that ran it (skips aside) counted the same, else each
 // host's ("v1 9, v2 6": a step that applies to some modes only).
-func rowChecks(hosts []report.HostRun, results map[mode.Host]report.Result) string {
+func rowChecks(hosts []report.HostRun, g *report.Grid[report.Result], row report.Row) string {
 	var parts []string
 	counts := map[int]bool{}
 	for _, h := range hosts {
-		r, ok := results[h.Host]
+		r, ok := g.At(row, string(h.Host))
 		if !ok || r.Outcome == report.Skip {
 			continue
 		}

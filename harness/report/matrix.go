@@ -5,7 +5,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/runsc-cgroups/cgconform/harness/mode"
 )
@@ -179,7 +178,7 @@ func (h *HostRun) unexpected() []string {
 	for _, r := range h.Results {
 		if r.Outcome == Fail {
 			// The first failure too: CI keeps only its log's tail.
-			bad = append(bad, fmt.Sprintf("%s: %s/%s failed: %s", h.Host, r.Name(), r.Runtime, oneLine(firstMessage(r), 300)))
+			bad = append(bad, fmt.Sprintf("%s: %s/%s failed: %s", h.Host, r.Name(), r.Runtime, OneLine(firstMessage(r), 300, "...")))
 		}
 	}
 	if h.HarnessExit != nil && *h.HarnessExit != 0 && len(bad) == 0 {
@@ -268,19 +267,6 @@ func (h *HostRun) join(o HostRun) {
 	if h.Summary != nil || o.Summary != nil {
 		h.Summary = Count(h.Results)
 	}
-}
-
-// oneLine is s on one line, cut to at most n bytes on a rune boundary
-// (messages quote runtimes' output, which may hold any UTF-8).
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n] + "..."
-	}
-	return s
 }
 
 // FirstLine is the first line of s with its leading and trailing white

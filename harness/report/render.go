@@ -74,68 +74,46 @@ func failureText(x Result) string {
 	return b.String()
 }
 
-// Symbol is the short table form of an outcome.
-func Symbol(outcome Outcome) string {
-	switch outcome {
-	case Pass:
-		return "pass"
-	case Fail:
-		return "FAIL"
-	case Divergence:
-		return "xdiv"
-	case Skip:
-		return "skip"
-	}
-	return string(outcome)
-}
-
 // Table renders cases x runtimes as fixed-width text.
 func (r *Report) Table() string {
-	rows, runtimes, cells := r.grid()
-	w := len("case [context]")
-	for _, row := range rows {
-		if len(row) > w {
-			w = len(row)
-		}
+	header, rows := r.table()
+	w := 0
+	for _, l := range append(rows, header) {
+		w = max(w, len(l[0]))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-*s", w, "case [context]")
-	for _, rt := range runtimes {
-		fmt.Fprintf(&b, "  %-13s", rt)
-	}
-	b.WriteString("\n")
-	for _, row := range rows {
-		fmt.Fprintf(&b, "%-*s", w, row)
-		for _, rt := range runtimes {
-			fmt.Fprintf(&b, "  %-13s", Symbol(cells[cell{row, rt}]))
+	for _, l := range append([][]string{header}, rows...) {
+		fmt.Fprintf(&b, "%-*s", w, l[0])
+		for _, c := range l[1:] {
+			fmt.Fprintf(&b, "  %-13s", c)
 		}
 		b.WriteString("\n")
 	}
-	r.Summarize()
-	fmt.Fprintf(&b, "\npass %d, FAIL %d, xdiv (expected divergence) %d, skip %d\n",
-		r.Summary[Pass], r.Summary[Fail], r.Summary[Divergence], r.Summary[Skip])
+	b.WriteString("\n" + r.summaryLine())
 	return b.String()
 }
 
-// cell is one row (case [context]) and runtime of the table.
-type cell struct{ row, runtime string }
-
-func (r *Report) grid() (rows, runtimes []string, cells map[cell]Outcome) {
-	cells = map[cell]Outcome{}
-	seenRow, seenRT := map[string]bool{}, map[string]bool{}
+// table is the host's grid as text: rows case [context], columns runtimes.
+func (r *Report) table() (header []string, rows [][]string) {
+	g := &Grid[Outcome]{}
 	for _, x := range r.Results {
-		row := x.Name()
-		if !seenRow[row] {
-			seenRow[row] = true
-			rows = append(rows, row)
-		}
-		if !seenRT[x.Runtime] {
-			seenRT[x.Runtime] = true
-			runtimes = append(runtimes, x.Runtime)
-		}
-		cells[cell{row, x.Runtime}] = x.Outcome
+		g.Add(Row{Case: x.Case, Context: x.Context}, x.Runtime, x.Outcome)
 	}
-	return rows, runtimes, cells
+	for _, row := range g.Rows {
+		line := []string{row.Name()}
+		for _, rt := range g.Cols {
+			o, _ := g.At(row, rt)
+			line = append(line, Symbol(o))
+		}
+		rows = append(rows, line)
+	}
+	return append([]string{"case [context]"}, g.Cols...), rows
+}
+
+func (r *Report) summaryLine() string {
+	r.Summarize()
+	return fmt.Sprintf("pass %d, FAIL %d, xdiv (expected divergence) %d, skip %d\n",
+		r.Summary[Pass], r.Summary[Fail], r.Summary[Divergence], r.Summary[Skip])
 }
 
 // WriteMarkdown writes a human summary: host, table, then every failure,
@@ -152,19 +130,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	for _, n := range r.Host.Notes {
 		fmt.Fprintf(&b, "- note: %s\n", n)
 	}
-	rows, runtimes, cells := r.grid()
-	var table [][]string
-	for _, row := range rows {
-		line := []string{row}
-		for _, rt := range runtimes {
-			line = append(line, Symbol(cells[cell{row, rt}]))
-		}
-		table = append(table, line)
-	}
-	b.WriteString("\n" + MarkdownTable(append([]string{"case [context]"}, runtimes...), table))
-	r.Summarize()
-	fmt.Fprintf(&b, "\npass %d, FAIL %d, xdiv (expected divergence) %d, skip %d\n\n",
-		r.Summary[Pass], r.Summary[Fail], r.Summary[Divergence], r.Summary[Skip])
+	b.WriteString("\n" + MarkdownTable(r.table()))
+	b.WriteString("\n" + r.summaryLine() + "\n")
 	res := append([]Result(nil), r.Results...)
 	order := map[Outcome]int{Fail: 0, Divergence: 1, Skip: 2, Pass: 3}
 	sort.SliceStable(res, func(i, j int) bool { return order[res[i].Outcome] < order[res[j].Outcome] })

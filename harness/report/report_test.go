@@ -163,8 +163,8 @@ func TestOneLine(t *testing.T) {
 		{"ab…cd", 3, "ab..."}, // never half of "…" (3 bytes)
 		{"ab…cd", 5, "ab…..."},
 	} {
-		if got := oneLine(tc.in, tc.n); got != tc.want {
-			t.Errorf("oneLine(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		if got := OneLine(tc.in, tc.n, "..."); got != tc.want {
+			t.Errorf("OneLine(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
 	}
 }
