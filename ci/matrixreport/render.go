@@ -150,14 +150,9 @@ func junitSuites(m *report.Matrix) []report.JUnitSuite {
 // reason is why a result is not a pass: the declared reason, then the
 // unmet expectations not covered by it.
 func reason(r report.Result) string {
-	var parts []string
+	parts := r.Unexpected()
 	if r.Reason != "" {
-		parts = append(parts, r.Reason)
-	}
-	for _, f := range r.Failures {
-		if !f.Expected {
-			parts = append(parts, f.Step+": "+f.Message)
-		}
+		parts = append([]string{r.Reason}, parts...)
 	}
 	return strings.Join(parts, "; ")
 }

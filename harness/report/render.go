@@ -44,11 +44,21 @@ func (r *Report) junitSuites() []JUnitSuite {
 	return suites
 }
 
-func firstMessage(x Result) string {
-	for _, f := range x.Failures {
+// Unexpected is "step: message" of each failure no declared divergence
+// covers.
+func (r *Result) Unexpected() []string {
+	var out []string
+	for _, f := range r.Failures {
 		if !f.Expected {
-			return f.Step + ": " + f.Message
+			out = append(out, f.Step+": "+f.Message)
 		}
+	}
+	return out
+}
+
+func firstMessage(x Result) string {
+	if u := x.Unexpected(); len(u) > 0 {
+		return u[0]
 	}
 	if len(x.Failures) > 0 {
 		return x.Failures[0].Step + ": " + x.Failures[0].Message

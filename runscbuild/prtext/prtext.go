@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -95,17 +96,13 @@ func LoadAll(paths []string) (*Results, error) {
 	return Merge(all...), nil
 }
 
-// Merge joins runs: modes in order of first appearance, every outcome, and
-// where two runs fill the same cell (case, context, runtime, mode) the later
-// run's, with its build: Table refuses it when that build is not the
-// current one. Each run's line is in Source once.
+// Merge joins runs: modes in order of first appearance and every
+// outcome; where two runs fill the same cell (case, context, runtime, mode)
+// Table shows the later run's, with its build, and refuses it when that
+// build is not the current one. Each run's line is in Source once.
 func Merge(runs ...*Results) *Results {
-	if len(runs) == 1 {
-		return runs[0]
-	}
 	out := &Results{Versions: map[string]string{}}
 	var sources []string
-	at := map[[4]string]int{}
 	for _, r := range runs {
 		if !slices.Contains(sources, r.Source) {
 			sources = append(sources, r.Source)
@@ -113,18 +110,8 @@ func Merge(runs ...*Results) *Results {
 		for _, m := range r.Modes {
 			out.addMode(m)
 		}
-		for k, v := range r.Versions {
-			out.Versions[k] = v
-		}
-		for _, o := range r.Outcomes {
-			k := [4]string{o.Case, o.Context, o.Runtime, o.Mode}
-			if i, ok := at[k]; ok {
-				out.Outcomes[i] = o
-				continue
-			}
-			at[k] = len(out.Outcomes)
-			out.add(o)
-		}
+		maps.Copy(out.Versions, r.Versions)
+		out.Outcomes = append(out.Outcomes, r.Outcomes...)
 	}
 	out.Source = strings.Join(sources, "; ")
 	return out
@@ -168,26 +155,24 @@ func fromConformance(r *report.Report) *Results {
 			res.Versions[rt.Name] = v
 		}
 	}
-	for _, x := range r.Results {
-		res.add(outcomeOf(x, host))
-	}
+	res.addHost(host, r.Results, nil)
 	return res
 }
 
-// outcomeOf is one result's cell; a failure's reason is its unexpected
-// failures.
-func outcomeOf(x report.Result, host string) Outcome {
-	reason := x.Reason
-	if x.Outcome == Fail {
-		var msgs []string
-		for _, f := range x.Failures {
-			if !f.Expected {
-				msgs = append(msgs, f.Step+": "+f.Message)
-			}
+// addHost adds a host mode's column and its results' cells, with the
+// builds its report records; a failure's reason is its unexpected failures.
+func (r *Results) addHost(host string, results []report.Result, builds map[string]report.Build) {
+	r.addMode(host)
+	for _, x := range results {
+		o := Outcome{Case: x.Case, Context: x.Context, Runtime: x.Runtime, Mode: host, Outcome: x.Outcome, Reason: x.Reason, Trials: x.Trials}
+		if x.Outcome == Fail {
+			o.Reason = strings.Join(x.Unexpected(), "; ")
 		}
-		reason = strings.Join(msgs, "; ")
+		if b, ok := builds[x.Runtime]; ok {
+			o.Build = &b
+		}
+		r.Outcomes = append(r.Outcomes, o)
 	}
-	return Outcome{Case: x.Case, Context: x.Context, Runtime: x.Runtime, Mode: host, Outcome: x.Outcome, Reason: reason, Trials: x.Trials}
 }
 
 func fromMatrix(m *report.Matrix) *Results {
@@ -202,14 +187,7 @@ func fromMatrix(m *report.Matrix) *Results {
 	res := &Results{Source: fmt.Sprintf("matrix run, one VM per host mode (%s; kernel %s, QEMU %s)",
 		strings.Join(modes, ", "), orUnknown(m.Kernel), orUnknown(m.Accel))}
 	for _, h := range m.Hosts {
-		res.addMode(string(h.Host))
-		for _, x := range h.Results {
-			o := outcomeOf(x, string(h.Host))
-			if b, ok := h.Builds[x.Runtime]; ok {
-				o.Build = &b
-			}
-			res.add(o)
-		}
+		res.addHost(string(h.Host), h.Results, h.Builds)
 	}
 	return res
 }
@@ -225,11 +203,6 @@ func (r *Results) addMode(mode string) {
 	if !slices.Contains(r.Modes, mode) {
 		r.Modes = append(r.Modes, mode)
 	}
-}
-
-func (r *Results) add(o Outcome) {
-	r.addMode(o.Mode)
-	r.Outcomes = append(r.Outcomes, o)
 }
 
 // marker is one table request in a PR.md.
@@ -447,25 +420,16 @@ func EvidenceCommand(sels []Selector) string {
 	return "make evidence MATRIX_FLAGS=\"-run '" + RunRE(sels) + "'\""
 }
 
-// row is a case in one context.
-type row struct{ Case, Context string }
-
-func (r row) String() string {
+// rowName is the row's "case [context]", or its case alone.
+func rowName(r report.Row) string {
 	if r.Context == "" {
 		return r.Case
 	}
-	return r.Case + " [" + r.Context + "]"
+	return r.Name()
 }
 
-// Symbols of a cell.
-var symbols = map[report.Outcome]string{Pass: "✓", Divergence: "✗", Fail: "FAIL", Skip: "–", Missing: "?"}
-
-func symbol(outcome report.Outcome) string {
-	if s, ok := symbols[outcome]; ok {
-		return s
-	}
-	return string(outcome)
-}
+// symbols are what a cell says of each outcome.
+var symbols = report.Symbols{Pass: "✓", Divergence: "✗", Fail: "FAIL", Skip: "–", Missing: "?"}
 
 // Bug is what a cell says, in a step before the last, of a failure where
 // the last step passes: the failure the case expects there, which a later
@@ -483,9 +447,9 @@ func word(o Outcome, last bool, after report.Outcome) string {
 	case o.Outcome == Fail && !last && after == Pass:
 		return Bug
 	case tooFewKills(o):
-		return fmt.Sprintf("%s (%s: too few)", symbol(Pass), kills(o.Trials.Killed))
+		return fmt.Sprintf("%s (%s: too few)", symbols.Of(Pass), kills(o.Trials.Killed))
 	}
-	return symbol(o.Outcome)
+	return symbols.Of(o.Outcome)
 }
 
 // tooFewKills tells a pass of a kill storm whose kill landed in fewer
@@ -509,16 +473,21 @@ func kills(n int) string {
 // cols.AllowUnproven (the table then says "Build unproven" above it and in
 // a warning).
 func Table(res *Results, sels []Selector, cols Columns) (string, []string, error) {
-	var rows []row
+	// The grid's rows are per runtime; the table's a case in a context.
+	g := &report.Grid[Outcome]{}
+	for _, o := range res.Outcomes {
+		g.Add(report.Row{Case: o.Case, Context: o.Context, Runtime: o.Runtime}, o.Mode, o)
+	}
+	var rows []report.Row
 	var missing []string
 	for _, s := range sels {
 		found := false
-		for _, o := range res.Outcomes {
-			if o.Case != s.Case || (s.Context != "" && o.Context != s.Context) {
+		for _, r := range g.Rows {
+			if r.Case != s.Case || (s.Context != "" && r.Context != s.Context) {
 				continue
 			}
 			found = true
-			if r := (row{o.Case, o.Context}); !slices.Contains(rows, r) {
+			if r.Runtime = ""; !slices.Contains(rows, r) {
 				rows = append(rows, r)
 			}
 		}
@@ -529,12 +498,8 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 	if len(missing) > 0 {
 		return "", nil, fmt.Errorf("the report has no record of %s: run the matrix with these cases (make matrix MATRIX_FLAGS=\"-run ...\") or fix the marker", strings.Join(missing, ", "))
 	}
-	cell := map[string]Outcome{}
-	for _, o := range res.Outcomes {
-		cell[o.Case+"\x00"+o.Context+"\x00"+o.Runtime+"\x00"+o.Mode] = o
-	}
-	get := func(r row, rt, mode string) Outcome {
-		if o, ok := cell[r.Case+"\x00"+r.Context+"\x00"+rt+"\x00"+mode]; ok {
+	get := func(r report.Row, rt, mode string) Outcome {
+		if o, ok := g.At(report.Row{Case: r.Case, Context: r.Context, Runtime: rt}, mode); ok {
 			return o
 		}
 		return Outcome{Case: r.Case, Context: r.Context, Runtime: rt, Mode: mode, Outcome: Missing}
@@ -579,7 +544,7 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 	}
 	storms := false // a cell of a kill storm
 	for _, r := range rows {
-		line := []string{r.String()}
+		line := []string{rowName(r)}
 		for _, mode := range res.Modes {
 			a := get(r, cols.After, mode)
 			var words []string
@@ -594,9 +559,9 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 			line = append(line, strings.Join(words, " → "))
 			switch {
 			case a.Outcome != Pass && a.Outcome != Skip:
-				warnings = append(warnings, fmt.Sprintf("%s on %s: %s is %s", r, mode, cols.After, a.Outcome))
+				warnings = append(warnings, fmt.Sprintf("%s on %s: %s is %s", rowName(r), mode, cols.After, a.Outcome))
 			case tooFewKills(a):
-				warnings = append(warnings, fmt.Sprintf("%s on %s: %s passes on %s, fewer than %d", r, mode, cols.After, kills(a.Trials.Killed), MinKills))
+				warnings = append(warnings, fmt.Sprintf("%s on %s: %s passes on %s, fewer than %d", rowName(r), mode, cols.After, kills(a.Trials.Killed), MinKills))
 			}
 		}
 		table = append(table, line)
