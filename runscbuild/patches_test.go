@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/runsc-cgroups/cgconform/runscbuild/patchmail"
-	"github.com/runsc-cgroups/cgconform/runscbuild/prtext"
 )
 
 // These tests hold the committed series (../patches, ../WORKSPACE) to its
@@ -98,20 +97,6 @@ func TestSeriesPatchesAreNeutral(t *testing.T) {
 		}
 		for _, problem := range patchmail.Problems(data) {
 			t.Errorf("%s: %s (go run ./ci/cmd/upstream neutralize %s)", p.Name, problem, p.Path)
-		}
-	}
-}
-
-// TestPRDescriptions: every PR.md has the sections of a gVisor pull request,
-// a table marker for its before/after, and names what it depends on.
-func TestPRDescriptions(t *testing.T) {
-	for _, pr := range committedSeries(t).PRs {
-		data, err := os.ReadFile(pr.Description())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, problem := range prtext.CheckDescription(string(data), pr.After) {
-			t.Errorf("%s: %s", pr.Description(), problem)
 		}
 	}
 }

@@ -251,19 +251,16 @@ func (h *HostRun) join(o HostRun) {
 		}
 		h.Builds[name] = b
 	}
-	at := map[string]int{}
-	key := func(r Result) string { return r.Case + "\x00" + r.Context + "\x00" + r.Runtime }
-	for i, r := range h.Results {
-		at[key(r)] = i
+	g := &Grid[Result]{}
+	for _, r := range slices.Concat(h.Results, o.Results) {
+		g.Add(Row{r.Case, r.Context, r.Runtime}, "", r)
 	}
-	for _, r := range o.Results {
-		if i, ok := at[key(r)]; ok {
-			h.Results[i] = r
-			continue
-		}
-		at[key(r)] = len(h.Results)
-		h.Results = append(h.Results, r)
+	results := h.Results[:0:0] // nil or empty as it was (JSON null or [])
+	for _, row := range g.Rows {
+		r, _ := g.At(row, "")
+		results = append(results, r)
 	}
+	h.Results = results
 	if h.Summary != nil || o.Summary != nil {
 		h.Summary = Count(h.Results)
 	}

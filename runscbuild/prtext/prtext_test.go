@@ -259,41 +259,6 @@ func TestFill(t *testing.T) {
 	}
 }
 
-func TestCheckDescription(t *testing.T) {
-	good := "# runsc/cgroup: x\n\nDepends on 01-levels.\n\n## Problem\n\n```sh\nrunsc create\n```\n\n## Change\n\nx\n\n" +
-		"## Before and after\n\n<!-- table: delete -->\n\n## Compatibility\n\nx\n\n## Requirements\n\nx\n\n" +
-		"## How it was tested\n\n```sh\nmake test\n```\n\n## Out of scope\n\nx\n"
-	for _, tc := range []struct {
-		name  string
-		md    string
-		after []string
-		want  []string // substrings, one per problem
-	}{
-		{name: "good", md: good, after: []string{"01-levels"}},
-		{name: "no title", md: strings.TrimPrefix(good, "# "), want: []string{"title"}},
-		{name: "dependency not named", md: good, after: []string{"01-levels", "02-empty-path"}, want: []string{"depends on 02-empty-path"}},
-		{name: "section missing", md: strings.Replace(good, "## Requirements\n\nx\n\n", "", 1), want: []string{"sections are"}},
-		{name: "sections reordered", md: strings.Replace(strings.Replace(good, "## Change", "## TMP", 1), "## Compatibility", "## Change", 1), want: []string{"sections are"}},
-		{name: "no reproduction", md: strings.Replace(good, "```sh\nrunsc create\n```", "run it", 1), want: []string{"no reproduction"}},
-		{name: "no commands", md: strings.Replace(good, "```sh\nmake test\n```", "we ran it", 1), want: []string{"no commands"}},
-		{name: "no marker", md: strings.Replace(good, "<!-- table: delete -->", "It works now.", 1), want: []string{"no <!-- table"}},
-		{name: "typed table", md: strings.Replace(good, "<!-- table: delete -->", "<!-- table: delete -->\n\n| a | b |\n|---|---|", 1), want: []string{"hand-typed"}},
-		{name: "bad marker", md: strings.Replace(good, "<!-- table: delete -->", "<!-- table: Delete! -->", 1), want: []string{"not a case name"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := CheckDescription(tc.md, tc.after)
-			if len(got) != len(tc.want) {
-				t.Fatalf("CheckDescription = %q, want %d problems matching %q", got, len(tc.want), tc.want)
-			}
-			for i, w := range tc.want {
-				if !strings.Contains(got[i], w) {
-					t.Errorf("problem %d = %q, want it to mention %q", i, got[i], w)
-				}
-			}
-		})
-	}
-}
-
 // TestOneLineDropsIssueNumbers checks that a note keeps what was measured
 // and loses this project's issue numbers.
 func TestOneLineDropsIssueNumbers(t *testing.T) {
