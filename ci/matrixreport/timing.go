@@ -59,12 +59,16 @@ func daemonNames(runs []*report.HostRun) []string {
 	return append(names, rest...)
 }
 
-func secs(s float64) string {
-	if s == 0 {
+// dash formats v, or "–" for zero: no time, or no checks counted (a skip,
+// or a report from before the harness counted them).
+func dash[T int | float64](v T, format string) string {
+	if v == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.0f", s)
+	return fmt.Sprintf(format, v)
 }
+
+func secs(s float64) string { return dash(s, "%.0f") }
 
 // writeTimes renders where each mode's time went: its images, payload
 // disk, boot, each daemon start its cases made, the cases themselves, the
@@ -107,7 +111,7 @@ func writeTimes(b *strings.Builder, m *report.Matrix) {
 			other = 0 // a merged report from a host that gave no wall time
 		}
 		cpu += h.CPUSeconds
-		row = append(row, secs(cases), secs(other), secs(h.WallSeconds), secs(h.CPUSeconds), fmt.Sprint(len(h.Results)), checkCell(checks))
+		row = append(row, secs(cases), secs(other), secs(h.WallSeconds), secs(h.CPUSeconds), fmt.Sprint(len(h.Results)), dash(checks, "%d"))
 		rows = append(rows, row)
 	}
 	b.WriteString("\n## Where the time goes\n\n")
@@ -146,19 +150,10 @@ func writeSlowest(b *strings.Builder, m *report.Matrix) {
 			daemons += float64(d.DurationMS) / 1000
 		}
 		rows = append(rows, []string{fmt.Sprint(i + 1), x.r.Name(), x.r.Runtime, x.host, symbols.Of(x.r.Outcome),
-			fmt.Sprintf("%.1f", float64(x.r.DurationMS)/1000), secs(daemons), checkCell(x.r.Checks)})
+			fmt.Sprintf("%.1f", float64(x.r.DurationMS)/1000), secs(daemons), dash(x.r.Checks, "%d")})
 	}
 	fmt.Fprintf(b, "\n## The %d slowest results\n\n", len(rows))
 	b.WriteString(report.MarkdownTable([]string{"#", "case", "runtime", "host", "outcome", "s", "daemon starts s", "checks"}, rows))
-}
-
-// checkCell shows a count of checks; "–" where none were counted (a skip,
-// or a report from before the harness counted them).
-func checkCell(n int) string {
-	if n == 0 {
-		return "–"
-	}
-	return fmt.Sprint(n)
 }
 
 // rowChecks is the checks column of one case x runtime row: the count
@@ -173,11 +168,11 @@ func rowChecks(hosts []report.HostRun, g *report.Grid[report.Result], row report
 			continue
 		}
 		counts[r.Checks] = true
-		parts = append(parts, fmt.Sprintf("%s %s", h.Host, checkCell(r.Checks)))
+		parts = append(parts, fmt.Sprintf("%s %s", h.Host, dash(r.Checks, "%d")))
 	}
 	if len(counts) <= 1 {
 		for n := range counts {
-			return checkCell(n)
+			return dash(n, "%d")
 		}
 		return "–"
 	}
