@@ -87,8 +87,8 @@ func failureText(x Result) string {
 // Table renders cases x runtimes as fixed-width text.
 func (r *Report) Table() string {
 	header, rows := r.table()
-	w := 0
-	for _, l := range append(rows, header) {
+	w := len(header[0])
+	for _, l := range rows {
 		w = max(w, len(l[0]))
 	}
 	var b strings.Builder
