@@ -36,27 +36,24 @@ func attempts(m *report.Matrix) (runs []*report.HostRun, labels []string) {
 
 // daemonNames lists the daemons any result started, in column order.
 func daemonNames(runs []*report.HostRun) []string {
-	seen := map[string]bool{}
+	var names []string
 	for _, h := range runs {
 		for _, r := range h.Results {
 			for _, d := range r.Daemons {
-				seen[d.Name] = true
+				if !slices.Contains(names, d.Name) {
+					names = append(names, d.Name)
+				}
 			}
 		}
 	}
-	var names []string
-	for _, n := range daemonOrder {
-		if seen[n] {
-			names = append(names, n)
-			delete(seen, n)
+	rank := func(n string) int {
+		if i := slices.Index(daemonOrder, n); i >= 0 {
+			return i
 		}
+		return len(daemonOrder)
 	}
-	var rest []string
-	for n := range seen {
-		rest = append(rest, n)
-	}
-	slices.Sort(rest)
-	return append(names, rest...)
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b)) })
+	return names
 }
 
 // dash formats v, or "–" for zero: no time, or no checks counted (a skip,

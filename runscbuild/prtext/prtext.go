@@ -39,7 +39,7 @@ const (
 	Fail       = report.Fail
 	Divergence = report.Divergence
 	Skip       = report.Skip
-	Missing    = report.Outcome("missing")
+	Missing    = report.Missing
 )
 
 // Outcome is one case, in one caller context, run by one runtime in one
@@ -47,7 +47,7 @@ const (
 type Outcome struct {
 	Case, Context, Runtime, Mode, Reason string
 	Outcome                              report.Outcome
-	// File is the report it came from (Load), and Build the build of its
+	// File is the report it came from (LoadAll), and Build the build of its
 	// runtime that report records for its host; nil when it records none.
 	File  string
 	Build *report.Build
@@ -66,30 +66,21 @@ type Results struct {
 	Versions map[string]string
 }
 
-// Load reads a matrix or conformance report.json.
-func Load(path string) (*Results, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	res, err := Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	for i := range res.Outcomes {
-		res.Outcomes[i].File = path
-	}
-	return res, nil
-}
-
-// LoadAll reads several reports (e.g. a matrix run of patched runsc and
-// another of stock runsc) as one run: see Merge.
+// LoadAll reads matrix or conformance report.json files (e.g. a matrix run
+// of patched runsc and another of stock runsc) as one run: see Merge.
 func LoadAll(paths []string) (*Results, error) {
 	var all []*Results
 	for _, p := range paths {
-		res, err := Load(p)
+		data, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
+		}
+		res, err := Parse(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		for i := range res.Outcomes {
+			res.Outcomes[i].File = p
 		}
 		all = append(all, res)
 	}
@@ -250,23 +241,26 @@ const Unfilled = "**Before/after table not filled: run `make matrix`, then `make
 // caller to show. A table with cells from another build than cols.Want is
 // not filled: the error is a *BuildError covering every such table of md.
 func Fill(md string, res *Results, cols Columns) (out string, warnings []string, err error) {
-	if _, err := Markers(md); err != nil {
+	all, err := Markers(md)
+	if err != nil {
 		return "", nil, err
 	}
 	var builds *BuildError
+	i := 0
 	out = marker.ReplaceAllStringFunc(md, func(m string) string {
+		sels := all[i]
+		i++
 		if err != nil {
 			return m
 		}
-		sels, _ := Markers(m)
 		if res == nil {
 			var names []string
-			for _, s := range sels[0] {
+			for _, s := range sels {
 				names = append(names, "`"+s.String()+"`")
 			}
 			return Unfilled + strings.Join(names, ", ") + "."
 		}
-		t, w, terr := Table(res, sels[0], cols)
+		t, w, terr := Table(res, sels, cols)
 		var be *BuildError
 		if errors.As(terr, &be) {
 			if builds == nil {
