@@ -146,7 +146,9 @@ func fromConformance(r *report.Report) *Results {
 			res.Versions[rt.Name] = v
 		}
 	}
-	res.addHost(host, r.Results, nil)
+	if len(r.Results) > 0 { // a mode is a column only with results
+		res.addHost(host, r.Results, nil)
+	}
 	return res
 }
 
