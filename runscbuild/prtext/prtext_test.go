@@ -156,6 +156,17 @@ func TestParseConformance(t *testing.T) {
 	}
 }
 
+// TestParseEmptyConformance: a host mode without results is no column.
+func TestParseEmptyConformance(t *testing.T) {
+	res, err := Parse([]byte(`{"schema": "` + report.Schema + `", "host": {"cgroupMode": "hybrid"}, "runtimes": [], "results": [], "started": "2026-12-03T10:00:00Z", "finished": "2026-12-03T10:00:00Z", "summary": {}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Modes) != 0 {
+		t.Errorf("modes %q, want none", res.Modes)
+	}
+}
+
 func TestParseRejects(t *testing.T) {
 	for _, in := range []string{`[]`, `{}`, `{"schema": "other/v9"}`, `not json`} {
 		if _, err := Parse([]byte(in)); err == nil {
