@@ -162,12 +162,10 @@ func measureMain(args []string) int {
 	rep.Machine = machine()
 	rep.Machine.LoadBefore = loadavg()
 
-	p := &plan{Pairs: *pairs, Ns: ns, Reps: *reps, ParallelStock: *withStock, Timeout: *timeout, KeepLogs: *keepLogs, Only: map[string]bool{}}
+	p := &plan{Pairs: *pairs, Ns: ns, Reps: *reps, ParallelStock: *withStock, Timeout: *timeout, KeepLogs: *keepLogs,
+		Only: set(*only), Variants: set(*variants), Busybox: *busybox}
 	if *budget > 0 {
 		p.Deadline = time.Now().Add(*budget)
-	}
-	for _, s := range strings.Split(*only, ",") {
-		p.Only[strings.TrimSpace(s)] = true
 	}
 	if p.Only["cri"] {
 		criOpts.Drivers, criOpts.Loads = splitList(*criDrivers), splitList(*criLoads)
@@ -182,11 +180,6 @@ func measureMain(args []string) int {
 			return fail(err)
 		}
 		p.CRI = &criOpts
-	}
-	p.Busybox = *busybox
-	p.Variants = map[string]bool{}
-	for _, s := range strings.Split(*variants, ",") {
-		p.Variants[strings.TrimSpace(s)] = true
 	}
 	for _, b := range []struct {
 		rt   *Runtime
@@ -218,19 +211,16 @@ func measureMain(args []string) int {
 		os.RemoveAll(work)
 	}()
 	runner := &Runner{LogDir: p.LogDir, Timeout: 30 * time.Second}
-	for _, rt := range []*Runtime{&p.Stock, &p.Patched} {
+	for i, rt := range []*Runtime{&p.Stock, &p.Patched} {
 		// Run private copies: make runsc may replace bin/ mid-run.
 		orig := rt.Path
-		cp := filepath.Join(work, "bin", rt.Name)
-		if err := copyExec(orig, cp); err != nil {
+		rt.Path = filepath.Join(work, "bin", rt.Name)
+		if err := copyExec(orig, rt.Path); err != nil {
 			return fail(fmt.Errorf("copying %s for the run: %w", orig, err))
 		}
-		rt.Path = cp
-	}
-	for i, rt := range []Runtime{p.Stock, p.Patched} {
-		orig := []string{*stock, *patched}[i]
+		orig = []string{*stock, *patched}[i]
 		b := Binary{Name: rt.Name, Path: orig, SHA256: sha(rt.Path), Series: stamp(orig)}
-		_, stdout, stderr, err := runner.Output(context.Background(), rt, "flags")
+		_, stdout, stderr, err := runner.Output(context.Background(), *rt, "flags")
 		if err != nil {
 			return fail(fmt.Errorf("asking %s for its flags: %w", rt.Name, err))
 		}
@@ -308,7 +298,11 @@ func measureMain(args []string) int {
 	rep.Machine.LoadAfter = loadavg()
 	rep.Finished = time.Now().UTC()
 	rep.Evaluate()
-	if err := writeReport(rep, outDir, *docs, *section); err != nil {
+	err = writeOut(outDir, rep, markdown(fmt.Sprintf("# cgbench: runsc-patched vs runsc-stock\n\nReproduce: `%s`\n\n", rep.Command), rep.Markdown))
+	if err == nil && *docs != "" {
+		err = updateDocs(rep, *docs, *section)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	rep.Markdown(os.Stdout)
@@ -570,30 +564,27 @@ func renderMain(args []string) int {
 	return 0
 }
 
-func writeReport(rep *Report, outDir, docs, section string) error {
+// writeOut writes v to outDir/report.json and md to outDir/report.md.
+func writeOut(outDir string, v any, md string) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(rep, "", "  ")
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(outDir, "report.json"), data, 0o644); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(outDir, "report.md"))
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(f, "# cgbench: runsc-patched vs runsc-stock\n\nReproduce: `%s`\n\n", rep.Command)
-	rep.Markdown(f)
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if docs != "" {
-		return updateDocs(rep, docs, section)
-	}
-	return nil
+	return os.WriteFile(filepath.Join(outDir, "report.md"), []byte(md), 0o644)
+}
+
+// markdown is head, then what body writes.
+func markdown(head string, body func(io.Writer)) string {
+	var b strings.Builder
+	b.WriteString(head)
+	body(&b)
+	return b.String()
 }
 
 // Markers delimit a generated section of docs/BENCHMARKS.md ("host" for
@@ -605,10 +596,7 @@ func marks(section string) (begin, end string) {
 }
 
 func updateDocs(rep *Report, path, section string) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Reproduce with `%s` (as root).\n\n", rep.Command)
-	rep.Markdown(&b)
-	return replaceMarked(path, section, b.String())
+	return replaceMarked(path, section, markdown(fmt.Sprintf("Reproduce with `%s` (as root).\n\n", rep.Command), rep.Markdown))
 }
 
 // replaceMarked puts body between the markers of section in the markdown
@@ -643,6 +631,15 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// set is a comma-separated flag value as a set.
+func set(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range splitList(s) {
+		m[f] = true
+	}
+	return m
 }
 
 func parseNs(s string) ([]int, error) {

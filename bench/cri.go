@@ -317,7 +317,7 @@ func (e *CRIEnv) cell(ctx context.Context, node PodNode, c *CRICell) error {
 	}
 	e.logf("%s: %d pairs of %s vs %s", c.Name(), e.Pairs, c.Candidate, c.Baseline)
 	start := time.Now()
-	ps, fails, err := RunPairsTolerant(ctx, e.Pairs, e.MaxFailures, trial(c.Baseline), trial(c.Candidate), func(p Pair) {
+	ps, fails, err := RunPairs(ctx, e.Pairs, max(e.MaxFailures, 0), trial(c.Baseline), trial(c.Candidate), func(p Pair) {
 		e.logf("%s: pair %d/%d: ratio %.3f (%.2fs vs %.2fs), stopp %.2fs vs %.2fs, %s so far", c.Name(), len(c.Pairs)+1, e.Pairs,
 			p.Ratio, p.Candidate.Seconds, p.Baseline.Seconds, phaseSeconds(p.Candidate, PhaseStopp), phaseSeconds(p.Baseline, PhaseStopp),
 			time.Since(start).Round(time.Second))

@@ -240,10 +240,10 @@ func (e *Env) Startup(ctx context.Context, v StartupVariant, pairs int) (res Sta
 	}
 	e.logf("startup %s: %d pairs of %s vs %s", v.Name, pairs, v.Candidate.Label(), v.Baseline.Label())
 	start := time.Now()
-	ps, err := RunPairs(ctx, pairs, trial(v.Baseline, "base"), trial(v.Candidate, "cand"), func(p Pair) {
+	ps, _, err := RunPairs(ctx, pairs, -1, trial(v.Baseline, "base"), trial(v.Candidate, "cand"), func(p Pair) {
 		e.logf("startup %s: pair %d/%d: ratio %.3f (%.2fs vs %.2fs), %s so far",
 			v.Name, p.Index+1, pairs, p.Ratio, p.Candidate.Seconds, p.Baseline.Seconds, time.Since(start).Round(time.Second))
-	})
+	}, nil)
 	res.Pairs = ps
 	if err != nil {
 		res.Error = err.Error()
@@ -367,11 +367,11 @@ func (e *Env) Collision(ctx context.Context, pairs int) (res CollisionResult) {
 	}
 	e.logf("collision: %d pairs, same ID in two roots, empty cgroupsPath", pairs)
 	start := time.Now()
-	ps, err := RunPairs(ctx, pairs, trial(e.Stock, "s", &res.Stock), trial(e.Patched, "p", &res.Patched), func(p Pair) {
+	ps, _, err := RunPairs(ctx, pairs, -1, trial(e.Stock, "s", &res.Stock), trial(e.Patched, "p", &res.Patched), func(p Pair) {
 		last := func(runs []CollisionRun) int { return runs[len(runs)-1].FirstDelete.Exit }
 		e.logf("collision: pair %d/%d: first delete patched %.2fs (exit %d), stock %.2fs (exit %d), %s so far",
 			p.Index+1, pairs, p.Candidate.Seconds, last(res.Patched), p.Baseline.Seconds, last(res.Stock), time.Since(start).Round(time.Second))
-	})
+	}, nil)
 	if err != nil {
 		res.Error = err.Error()
 	}

@@ -2,10 +2,10 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -127,12 +127,7 @@ func suiteMain(args []string) int {
 		}
 		*b = cp
 	}
-	var modes []string
-	for _, m := range strings.Split(*vms, ",") {
-		if m = strings.TrimSpace(m); m != "" {
-			modes = append(modes, m)
-		}
-	}
+	modes := splitList(*vms)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -190,11 +185,15 @@ func suiteMain(args []string) int {
 	s.Conformance = ConformanceWalls(*hostReport, *matrixReport)
 	s.Finished = time.Now().UTC()
 	s.Evaluate()
-	if err := writeSuite(s, outDir, *docs); err != nil {
+	md := markdown(fmt.Sprintf("# cgbench: runsc-patched vs runsc-stock, per host mode\n\nReproduce: `make bench` (`%s`), as root.\n\n", s.Command), s.Markdown)
+	err = writeOut(outDir, s, md)
+	if err == nil && *docs != "" {
+		err = updateSuiteDocs(s, *docs)
+	}
+	if err != nil {
 		return fail(err)
 	}
-	md, _ := os.ReadFile(filepath.Join(outDir, "report.md"))
-	os.Stdout.Write(md)
+	os.Stdout.WriteString(md)
 	if bad := s.Failures(); len(bad) > 0 {
 		fmt.Fprintf(os.Stderr, "cgbench suite: %d failure(s), see %s/report.md:\n  %s\n", len(bad), outDir, strings.Join(bad, "\n  "))
 		return 1
@@ -264,29 +263,6 @@ func readReport(path string) (*Report, string) {
 	return r, ""
 }
 
-func writeSuite(s *Suite, outDir, docs string) error {
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(outDir, "report.json"), data, 0o644); err != nil {
-		return err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# cgbench: runsc-patched vs runsc-stock, per host mode\n\nReproduce: `make bench` (`%s`), as root.\n\n", s.Command)
-	s.Markdown(&b)
-	if err := os.WriteFile(filepath.Join(outDir, "report.md"), []byte(b.String()), 0o644); err != nil {
-		return err
-	}
-	if docs != "" {
-		return updateSuiteDocs(s, docs)
-	}
-	return nil
-}
-
 // updateSuiteDocs replaces each section's marked part of the docs, and the
 // conformance part.
 func updateSuiteDocs(s *Suite, path string) error {
@@ -295,16 +271,11 @@ func updateSuiteDocs(s *Suite, path string) error {
 		if sec.Report == nil && sec.Problem == "" {
 			continue
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "Reproduce with `make bench` (`%s`), as root.\n\n", s.Command)
-		sec.Markdown(&b)
-		if err := replaceMarked(path, sec.Name, b.String()); err != nil {
+		if err := replaceMarked(path, sec.Name, markdown(fmt.Sprintf("Reproduce with `make bench` (`%s`), as root.\n\n", s.Command), sec.Markdown)); err != nil {
 			return err
 		}
 	}
-	var b strings.Builder
-	ConformanceMarkdown(&b, s.Conformance)
-	return replaceMarked(path, "conformance", b.String())
+	return replaceMarked(path, "conformance", markdown("", func(w io.Writer) { ConformanceMarkdown(w, s.Conformance) }))
 }
 
 // loadSampler looks at the build machine every so often while a section
@@ -336,7 +307,7 @@ func startSampler(every time.Duration) *loadSampler {
 }
 
 func (s *loadSampler) take() {
-	sample := LoadSample{At: time.Now().UTC(), OtherQEMU: otherQEMU(os.Getpid())}
+	sample := LoadSample{At: time.Now().UTC(), OtherQEMU: otherQEMU(proc.All(), os.Getpid())}
 	if f := strings.Fields(loadavg()); len(f) > 0 {
 		sample.Load1, _ = strconv.ParseFloat(f[0], 64)
 	}
@@ -361,39 +332,12 @@ func (s *loadSampler) stop(nproc int) *HostLoad {
 
 // otherQEMU counts the qemu-system processes whose parent is not self: the
 // VMs of other runs on this machine.
-func otherQEMU(self int) int { return countOtherQEMU("/proc", self) }
-
-// countOtherQEMU is otherQEMU over a /proc-like folder.
-func countOtherQEMU(root string, self int) int {
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		return 0
-	}
+func otherQEMU(all []proc.Stat, self int) int {
 	n := 0
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join(root, e.Name(), "comm"))
-		if err != nil || !strings.HasPrefix(string(comm), "qemu-system") {
-			continue
-		}
-		if ppid(root, e.Name()) != self {
+	for _, p := range all {
+		if strings.HasPrefix(p.Comm, "qemu-system") && p.PPID != self {
 			n++
 		}
 	}
 	return n
-}
-
-// ppid reads the parent PID from root/PID/stat (-1 if unreadable).
-func ppid(root, pid string) int {
-	data, err := os.ReadFile(filepath.Join(root, pid, "stat"))
-	if err != nil {
-		return -1
-	}
-	s, err := proc.ParseStat(string(data))
-	if err != nil {
-		return -1
-	}
-	return s.PPID
 }

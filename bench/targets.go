@@ -2,7 +2,9 @@ package bench
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 )
 
 // Target states.
@@ -87,7 +89,8 @@ func CollisionTarget(r CollisionResult, plainStock, plainPatched float64) Target
 	t.Measured = fmt.Sprintf("median %.3fs, exits %s", r.PatchSec.Median, exitList(r.PatchExit))
 	var why []string
 	if bad > 0 {
-		why = append(why, fmt.Sprintf("%d of %d first deletes failed: %s", bad, len(r.Patched), firstFailure(r.Patched)))
+		_, first := failedRun(r.Patched)
+		why = append(why, fmt.Sprintf("%d of %d first deletes failed: %s", bad, len(r.Patched), first))
 	}
 	if r.PatchSec.Median >= MaxCollisionDelete {
 		w := fmt.Sprintf("median %.3fs ≥ %.1fs", r.PatchSec.Median, MaxCollisionDelete)
@@ -99,12 +102,15 @@ func CollisionTarget(r CollisionResult, plainStock, plainPatched float64) Target
 	if r.Error != "" {
 		why = append(why, "run stopped early: "+r.Error)
 	}
-	if len(why) == 0 {
-		t.Status = Met
-		return t
+	return t.judged(why)
+}
+
+// judged is t met, or missed for the reasons in why.
+func (t Target) judged(why []string) Target {
+	t.Status, t.Why = Met, strings.Join(why, "; ")
+	if len(why) > 0 {
+		t.Status = Missed
 	}
-	t.Status = Missed
-	t.Why = joinWhy(why)
 	return t
 }
 
@@ -160,39 +166,20 @@ func ParallelTarget(r ParallelResult) Target {
 	if r.Note != "" {
 		why = append(why, r.Note)
 	}
-	switch {
-	case len(why) == 0:
-		t.Status = Met
-	case r.Note != "" && len(why) == 1:
+	if r.Note != "" && len(why) == 1 {
 		// Measured, but not in the mode the target is about.
-		t.Status = NotMeasured
-		t.Why = r.Note
-	default:
-		t.Status = Missed
-		t.Why = joinWhy(why)
+		t.Status, t.Why = NotMeasured, r.Note
+		return t
 	}
-	return t
+	return t.judged(why)
 }
 
 func exitList(m map[int]int) string {
-	var codes []int
-	for c := range m {
-		codes = append(codes, c)
+	var s []string
+	for _, c := range slices.Sorted(maps.Keys(m)) {
+		s = append(s, fmt.Sprintf("%d×%d", m[c], c))
 	}
-	sort.Ints(codes)
-	s := ""
-	for i, c := range codes {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%d×%d", m[c], c)
-	}
-	return s
-}
-
-func firstFailure(runs []CollisionRun) string {
-	_, msg := failedRun(runs)
-	return msg
+	return strings.Join(s, ", ")
 }
 
 // failedRun is the first run whose first delete failed: its ID and what
@@ -204,17 +191,6 @@ func failedRun(runs []CollisionRun) (id, msg string) {
 		}
 	}
 	return "", ""
-}
-
-func joinWhy(parts []string) string {
-	s := ""
-	for i, p := range parts {
-		if i > 0 {
-			s += "; "
-		}
-		s += p
-	}
-	return s
 }
 
 // CRIStopTarget judges one CRI cell: StopPodSandbox, patched against stock
@@ -260,10 +236,5 @@ func CRIStopTarget(c CRICell) Target {
 	if c.Error != "" && pr != nil {
 		why = append(why, "stopped early: "+c.Error)
 	}
-	if len(why) == 0 {
-		t.Status = Met
-		return t
-	}
-	t.Status, t.Why = Missed, joinWhy(why)
-	return t
+	return t.judged(why)
 }
