@@ -70,21 +70,15 @@ const callerDir = "caller"
 
 // plan is what the measuring parent hands the worker.
 type plan struct {
-	Stock, Patched  Runtime
-	NestedFlag      bool
-	WorkDir, Rootfs string
-	RunID           string
-	Host            *cgroupfs.Host
-	TreeRoot        string
-	Pairs           int
-	Ns              []int
-	Reps            int
-	ParallelStock   bool
-	Only            map[string]bool
-	Variants        map[string]bool
-	Timeout         time.Duration
-	KeepLogs        bool
-	LogDir          string
+	Env           // without its Watcher and Log
+	Host          *cgroupfs.Host
+	TreeRoot      string
+	Pairs         int
+	Ns            []int
+	Reps          int
+	ParallelStock bool
+	Only          map[string]bool
+	Variants      map[string]bool
 	// Busybox is the static busybox of the rootfs and the CRI image.
 	Busybox string
 	// CRI is the CRI scenario's setup (with "cri" in Only).
@@ -162,8 +156,7 @@ func measureMain(args []string) int {
 	rep.Machine = machine()
 	rep.Machine.LoadBefore = loadavg()
 
-	p := &plan{Pairs: *pairs, Ns: ns, Reps: *reps, ParallelStock: *withStock, Timeout: *timeout, KeepLogs: *keepLogs,
-		Only: set(*only), Variants: set(*variants), Busybox: *busybox}
+	p := &plan{Pairs: *pairs, Ns: ns, Reps: *reps, ParallelStock: *withStock, Only: set(*only), Variants: set(*variants), Busybox: *busybox}
 	if *budget > 0 {
 		p.Deadline = time.Now().Add(*budget)
 	}
@@ -199,7 +192,7 @@ func measureMain(args []string) int {
 	p.RunID = fmt.Sprintf("cgb%d", os.Getpid())
 	work := filepath.Join(outDir, "work-"+p.RunID)
 	p.WorkDir = work
-	p.LogDir = filepath.Join(outDir, "logs-"+p.RunID)
+	p.Runner = &Runner{LogDir: filepath.Join(outDir, "logs-"+p.RunID), Timeout: *timeout, KeepLogs: *keepLogs}
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return fail(err)
 	}
@@ -210,7 +203,7 @@ func measureMain(args []string) int {
 		}
 		os.RemoveAll(work)
 	}()
-	runner := &Runner{LogDir: p.LogDir, Timeout: 30 * time.Second}
+	runner := &Runner{LogDir: p.Runner.LogDir, Timeout: 30 * time.Second}
 	for i, rt := range []*Runtime{&p.Stock, &p.Patched} {
 		// Run private copies: make runsc may replace bin/ mid-run.
 		orig := rt.Path
@@ -306,11 +299,11 @@ func measureMain(args []string) int {
 		return fail(err)
 	}
 	rep.Markdown(os.Stdout)
-	if entries, _ := os.ReadDir(p.LogDir); len(entries) == 0 {
-		os.Remove(p.LogDir)
+	if entries, _ := os.ReadDir(p.Runner.LogDir); len(entries) == 0 {
+		os.Remove(p.Runner.LogDir)
 	}
 	if len(rep.Errors) > 0 {
-		fmt.Fprintf(os.Stderr, "cgbench: %d failed run(s); see %s/report.md and the logs in %s\n", len(rep.Errors), outDir, p.LogDir)
+		fmt.Fprintf(os.Stderr, "cgbench: %d failed run(s); see %s/report.md and the logs in %s\n", len(rep.Errors), outDir, p.Runner.LogDir)
 		return 1
 	}
 	if *strict {
@@ -419,17 +412,9 @@ func workerMain(args []string) int {
 		os.WriteFile(*resultFile, data, 0o644)
 	}
 	save()
-	env := &Env{
-		Runner:     &Runner{LogDir: p.LogDir, Timeout: p.Timeout, KeepLogs: p.KeepLogs},
-		Stock:      p.Stock,
-		Patched:    p.Patched,
-		NestedFlag: p.NestedFlag,
-		WorkDir:    p.WorkDir,
-		Rootfs:     p.Rootfs,
-		RunID:      p.RunID,
-		Watcher:    &Watch{Tree: &cgroupfs.Tree{Host: p.Host, Root: p.TreeRoot}, Self: os.Getpid()},
-		Log:        os.Stderr,
-	}
+	env := &p.Env
+	env.Watcher = &Watch{Tree: &cgroupfs.Tree{Host: p.Host, Root: p.TreeRoot}, Self: os.Getpid()}
+	env.Log = os.Stderr
 	defer func() {
 		for _, err := range env.Cleanup(context.Background()) {
 			res.Errors = append(res.Errors, "cleanup: "+err.Error())

@@ -162,7 +162,7 @@ func runCRI(ctx context.Context, p *plan, tree *cgroupfs.Tree, log io.Writer) CR
 	if err != nil {
 		return CRIResult{Error: "the clients: " + err.Error()}
 	}
-	logs := filepath.Join(p.LogDir, "cri")
+	logs := filepath.Join(p.Runner.LogDir, "cri")
 	current := func(h string) string { return filepath.Join(p.WorkDir, "cri-runsc-logs", h) }
 	keep := &criLogKeep{dir: logs, current: current, slowest: map[string]float64{}, failed: map[string]int{}}
 	handlers := []clients.Handler{

@@ -12,17 +12,6 @@ import (
 	"time"
 )
 
-// Watcher finds cgroups a run left behind. Snapshot is taken before a run;
-// Leaked lists directories that appeared since (in the benchmark's tree) and
-// any <hierarchy>/<name> for the given top-level names, and removes the
-// top-level ones (our unique names) so that runs do not pile up.
-type Watcher interface {
-	Snapshot() (map[string]bool, error)
-	Leaked(before map[string]bool, topNames ...string) ([]string, error)
-	// Top lists where <hierarchy>/<name> exists (before a run: must be none).
-	Top(name string) []string
-}
-
 // Env is what the scenarios share.
 type Env struct {
 	Runner  *Runner
@@ -34,8 +23,8 @@ type Env struct {
 	Rootfs     string
 	// RunID prefixes every container ID and cgroup name of this run.
 	RunID   string
-	Watcher Watcher // nil: no leak checks (unit tests)
-	Log     io.Writer
+	Watcher *Watch    `json:"-"`
+	Log     io.Writer `json:"-"`
 
 	mu   sync.Mutex
 	live map[string]liveSandbox // ID@root -> how to delete it
@@ -100,18 +89,15 @@ func (e *Env) rootFor(rt Runtime, scenario string) string {
 // create made. It returns the two phases.
 func (e *Env) sandbox(ctx context.Context, rt Runtime, root, bundle, id string) ([]Phase, error) {
 	e.track(rt, root, id, true)
-	// Undoing a failed create or start runs even when ctx is done.
-	undo := context.WithoutCancel(ctx)
+	var st Result
 	cr, err := e.Runner.Run(ctx, rt, e.global(root, "create", "--bundle", bundle, id)...)
-	if err != nil {
-		// create may have got far enough to leave state behind.
-		e.Runner.Run(undo, rt, e.global(root, "delete", "-force", id)...)
-		e.track(rt, root, id, false)
-		return nil, err
+	if err == nil {
+		st, err = e.Runner.Run(ctx, rt, e.global(root, "start", id)...)
 	}
-	st, err := e.Runner.Run(ctx, rt, e.global(root, "start", id)...)
 	if err != nil {
-		e.Runner.Run(undo, rt, e.global(root, "delete", "-force", id)...)
+		// create may have got far enough to leave state behind; undoing it
+		// runs even when ctx is done.
+		e.Runner.Run(context.WithoutCancel(ctx), rt, e.global(root, "delete", "-force", id)...)
 		e.track(rt, root, id, false)
 		return nil, err
 	}
@@ -135,16 +121,10 @@ func (e *Env) Lifecycle(ctx context.Context, rt Runtime, scenario, id, cgroupsPa
 	}
 	defer os.RemoveAll(bundle)
 	root := e.rootFor(rt, scenario)
-	var before map[string]bool
-	if e.Watcher != nil {
-		if top := e.Watcher.Top(id); len(top) > 0 {
-			return Sample{}, fmt.Errorf("cgroup %v exists before sandbox %s was made: not ours, not touching it", top, id)
-		}
-		var err error
-		if before, err = e.Watcher.Snapshot(); err != nil {
-			return Sample{}, err
-		}
+	if top := e.Watcher.Top(id); len(top) > 0 {
+		return Sample{}, fmt.Errorf("cgroup %v exists before sandbox %s was made: not ours, not touching it", top, id)
 	}
+	before := e.Watcher.Snapshot()
 	phases, err := e.sandbox(ctx, rt, root, bundle, id)
 	if err != nil {
 		return Sample{}, err
@@ -155,14 +135,8 @@ func (e *Env) Lifecycle(ctx context.Context, rt Runtime, scenario, id, cgroupsPa
 	}
 	e.track(rt, root, id, false)
 	phases = append(phases, Phase{Name: "delete", Seconds: del.Seconds, CPUSeconds: del.CPUSeconds})
-	if e.Watcher != nil {
-		leaked, err := e.Watcher.Leaked(before, id)
-		if err != nil {
-			return Sample{}, err
-		}
-		if len(leaked) > 0 {
-			return Sample{}, fmt.Errorf("%s left cgroups behind after delete of %s: %s", rt.Label(), id, strings.Join(leaked, ", "))
-		}
+	if leaked := e.Watcher.Leaked(before, id); len(leaked) > 0 {
+		return Sample{}, fmt.Errorf("%s left cgroups behind after delete of %s: %s", rt.Label(), id, strings.Join(leaked, ", "))
 	}
 	s := Sample{Phases: phases}
 	for _, p := range phases {
@@ -283,16 +257,10 @@ func (e *Env) Collide(ctx context.Context, rt Runtime, id string) (CollisionRun,
 	if err := WriteBundle(bundle, e.Rootfs, ""); err != nil {
 		return run, err
 	}
-	var before map[string]bool
-	if e.Watcher != nil {
-		if top := e.Watcher.Top(id); len(top) > 0 {
-			return run, fmt.Errorf("cgroup %v exists before the collision run %s: not ours, not touching it", top, id)
-		}
-		var err error
-		if before, err = e.Watcher.Snapshot(); err != nil {
-			return run, err
-		}
+	if top := e.Watcher.Top(id); len(top) > 0 {
+		return run, fmt.Errorf("cgroup %v exists before the collision run %s: not ours, not touching it", top, id)
 	}
+	before := e.Watcher.Snapshot()
 	r1, r2 := filepath.Join(dir, "root1"), filepath.Join(dir, "root2")
 	if _, err := e.sandbox(ctx, rt, r1, bundle, id); err != nil {
 		return run, fmt.Errorf("starting the first sandbox: %w", err)
@@ -324,13 +292,7 @@ func (e *Env) Collide(ctx context.Context, rt Runtime, id string) (CollisionRun,
 	if err == nil {
 		e.track(rt, r2, id, false)
 	}
-	if e.Watcher != nil {
-		left, lerr := e.Watcher.Leaked(before, id)
-		if lerr != nil {
-			return run, lerr
-		}
-		run.Leftovers = left
-	}
+	run.Leftovers = e.Watcher.Leaked(before, id)
 	return run, nil
 }
 
@@ -424,13 +386,7 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 			os.RemoveAll(b)
 		}
 	}()
-	var before map[string]bool
-	if e.Watcher != nil {
-		var err error
-		if before, err = e.Watcher.Snapshot(); err != nil {
-			return run, err
-		}
-	}
+	before := e.Watcher.Snapshot()
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -497,13 +453,7 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 	}
 	wg.Wait()
 	run.DeleteSeconds = time.Since(start).Seconds()
-	if e.Watcher != nil {
-		left, err := e.Watcher.Leaked(before, ids...)
-		if err != nil {
-			return run, err
-		}
-		run.Leaked = left
-	}
+	run.Leaked = e.Watcher.Leaked(before, ids...)
 	return run, nil
 }
 

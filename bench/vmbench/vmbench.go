@@ -21,6 +21,7 @@ import (
 
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 	"github.com/runsc-cgroups/cgconform/ci/vmrun"
+	"github.com/runsc-cgroups/cgconform/clients"
 )
 
 // Options says what runs in which VM.
@@ -85,7 +86,7 @@ func Command(args []string) string {
 		"-busybox", vmBusybox, "-conformance-report=", "-matrix-report=", "-throwaway")
 	var q []string
 	for _, a := range full {
-		q = append(q, shellQuote(a))
+		q = append(q, clients.ShellQuote(a))
 	}
 	return "# cgbench in a throw-away VM, written by bench/vmbench.\n" +
 		"cd /run/cgm || exit 1\n" +
@@ -105,14 +106,6 @@ func WithBudget(args []string, limit time.Duration) []string {
 	}
 	margin := min(10*time.Minute, limit/3)
 	return append(append([]string(nil), args...), "-budget", (limit - margin).String())
-}
-
-// shellQuote quotes s for sh, in single quotes unless it is plainly safe.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=/.,:+") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // CheckStatic fails unless path is a statically linked ELF executable: the
