@@ -134,23 +134,19 @@ func measureMain(args []string) int {
 	rootCtrls := fs.Bool("enable-root-controllers", false, "cgroup v2 only, for a throw-away VM: enable every controller in the root's cgroup.subtree_control first")
 	fs.Parse(args)
 
-	fail := func(err error) int {
-		fmt.Fprintf(os.Stderr, "cgbench: %v\n", err)
-		return 1
-	}
 	if os.Geteuid() != 0 {
-		return fail(errors.New("needs root (runsc and cgroups): run it as root, e.g. sudo make bench"))
+		return failed("cgbench", errors.New("needs root (runsc and cgroups): run it as root, e.g. sudo make bench"))
 	}
 	if *pairs < 20 {
 		fmt.Fprintf(os.Stderr, "cgbench: warning: -pairs %d is below the 20 a report needs\n", *pairs)
 	}
 	ns, err := parseNs(*nsFlag)
 	if err != nil {
-		return fail(err)
+		return failed("cgbench", err)
 	}
 	outDir, err := filepath.Abs(*out)
 	if err != nil {
-		return fail(err)
+		return failed("cgbench", err)
 	}
 	rep := &Report{Schema: Schema, Started: time.Now().UTC(), Command: commandLine(args)}
 	rep.Machine = machine()
@@ -163,38 +159,23 @@ func measureMain(args []string) int {
 	if p.Only["cri"] {
 		criOpts.Drivers, criOpts.Loads = splitList(*criDrivers), splitList(*criLoads)
 		if err := checkCRILists(criOpts.Drivers, criOpts.Loads); err != nil {
-			return fail(err)
+			return failed("cgbench", err)
 		}
 		criOpts.Limit = *timeout
 		if criOpts.BinDir == "" {
 			criOpts.BinDir = filepath.Dir(*patched)
 		}
 		if criOpts.BinDir, err = filepath.Abs(criOpts.BinDir); err != nil {
-			return fail(err)
+			return failed("cgbench", err)
 		}
 		p.CRI = &criOpts
 	}
-	for _, b := range []struct {
-		rt   *Runtime
-		name string
-		path string
-	}{{&p.Stock, "runsc-stock", *stock}, {&p.Patched, "runsc-patched", *patched}} {
-		abs, err := filepath.Abs(b.path)
-		if err != nil {
-			return fail(err)
-		}
-		if _, err := os.Stat(abs); err != nil {
-			return fail(fmt.Errorf("%s: %w (build both with make runsc)", b.name, err))
-		}
-		*b.rt = Runtime{Name: b.name, Path: abs, Kind: "runsc"}
-	}
-
 	p.RunID = fmt.Sprintf("cgb%d", os.Getpid())
 	work := filepath.Join(outDir, "work-"+p.RunID)
 	p.WorkDir = work
 	p.Runner = &Runner{LogDir: filepath.Join(outDir, "logs-"+p.RunID), Timeout: *timeout, KeepLogs: *keepLogs}
 	if err := os.MkdirAll(work, 0o755); err != nil {
-		return fail(err)
+		return failed("cgbench", err)
 	}
 	defer func() {
 		// runsc leaves a null-netns bind mount in each --root.
@@ -204,33 +185,37 @@ func measureMain(args []string) int {
 		os.RemoveAll(work)
 	}()
 	runner := &Runner{LogDir: p.Runner.LogDir, Timeout: 30 * time.Second}
-	for i, rt := range []*Runtime{&p.Stock, &p.Patched} {
+	for _, b := range []struct {
+		rt         *Runtime
+		name, path string
+	}{{&p.Stock, "runsc-stock", *stock}, {&p.Patched, "runsc-patched", *patched}} {
+		if _, err := os.Stat(b.path); err != nil {
+			return failed("cgbench", fmt.Errorf("%s: %w (build both with make runsc)", b.name, err))
+		}
 		// Run private copies: make runsc may replace bin/ mid-run.
-		orig := rt.Path
-		rt.Path = filepath.Join(work, "bin", rt.Name)
-		if err := copyExec(orig, rt.Path); err != nil {
-			return fail(fmt.Errorf("copying %s for the run: %w", orig, err))
+		*b.rt = Runtime{Name: b.name, Path: filepath.Join(work, "bin", b.name), Kind: "runsc"}
+		if err := copyExec(b.path, b.rt.Path); err != nil {
+			return failed("cgbench", fmt.Errorf("copying %s for the run: %w", b.path, err))
 		}
-		orig = []string{*stock, *patched}[i]
-		b := Binary{Name: rt.Name, Path: orig, SHA256: sha(rt.Path), Series: stamp(orig)}
-		_, stdout, stderr, err := runner.Output(context.Background(), *rt, "flags")
+		bin := Binary{Name: b.name, Path: b.path, SHA256: sha(b.rt.Path), Series: stamp(b.path)}
+		_, stdout, stderr, err := runner.Output(context.Background(), *b.rt, "flags")
 		if err != nil {
-			return fail(fmt.Errorf("asking %s for its flags: %w", rt.Name, err))
+			return failed("cgbench", fmt.Errorf("asking %s for its flags: %w", b.name, err))
 		}
-		b.NestedFlag = strings.Contains(string(stdout)+string(stderr), "-nested-cgroups")
-		if rt.Name == "runsc-patched" {
-			p.NestedFlag = b.NestedFlag
+		bin.NestedFlag = strings.Contains(string(stdout)+string(stderr), "-nested-cgroups")
+		if b.name == "runsc-patched" {
+			p.NestedFlag = bin.NestedFlag
 		}
-		rep.Binaries = append(rep.Binaries, b)
+		rep.Binaries = append(rep.Binaries, bin)
 	}
 	rep.Identical = rep.Binaries[0].SHA256 == rep.Binaries[1].SHA256
 	if p.Rootfs, err = MakeRootfs(work, *busybox); err != nil {
-		return fail(err)
+		return failed("cgbench", err)
 	}
 
 	host, err := cgroupfs.Detect()
 	if err != nil {
-		return fail(err)
+		return failed("cgbench", err)
 	}
 	rep.Machine.CgroupMode = host.Mode
 	if rep.Machine.CgroupMode != mode.V2 {
@@ -247,11 +232,11 @@ func measureMain(args []string) int {
 	}
 	tree := &cgroupfs.Tree{Host: host, Root: "/cgbench-" + strconv.Itoa(os.Getpid())}
 	if err := tree.Create(); err != nil {
-		return fail(err)
+		return failed("cgbench", err)
 	}
 	if err := tree.Mkdir(path.Join(tree.Root, callerDir)); err != nil {
 		removeTree(tree)
-		return fail(err)
+		return failed("cgbench", err)
 	}
 	p.TreeRoot = tree.Root
 	for _, h := range host.Hierarchies {
@@ -296,7 +281,7 @@ func measureMain(args []string) int {
 		err = updateDocs(rep, *docs, *section)
 	}
 	if err != nil {
-		return fail(err)
+		return failed("cgbench", err)
 	}
 	rep.Markdown(os.Stdout)
 	if entries, _ := os.ReadDir(p.Runner.LogDir); len(entries) == 0 {
@@ -507,45 +492,38 @@ func renderMain(args []string) int {
 	docs := fs.String("docs", "", "also update this markdown file between its cgbench markers")
 	section := fs.String("section", "host", "for one host's report: which marked section of -docs to replace (host, vm-v2)")
 	fs.Parse(args)
-	fail := func(err error) int {
-		fmt.Fprintf(os.Stderr, "cgbench render: %v\n", err)
-		return 1
-	}
 	data, err := os.ReadFile(*in)
 	if err != nil {
-		return fail(err)
+		return failed("cgbench render", err)
 	}
 	var head struct {
 		Schema string `json:"schema"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		return fail(fmt.Errorf("%s: %w", *in, err))
+		return failed("cgbench render", fmt.Errorf("%s: %w", *in, err))
 	}
+	var r interface {
+		Evaluate()
+		Markdown(io.Writer)
+	}
+	var update func(docs string) error
 	if head.Schema == SuiteSchema {
-		s, err := ReadSuite(data)
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", *in, err))
-		}
-		s.Evaluate()
-		if *docs != "" {
-			if err := updateSuiteDocs(s, *docs); err != nil {
-				return fail(err)
-			}
-		}
-		s.Markdown(os.Stdout)
-		return 0
+		s, serr := ReadSuite(data)
+		r, err, update = s, serr, func(docs string) error { return updateSuiteDocs(s, docs) }
+	} else {
+		rep, rerr := ReadReport(data)
+		r, err, update = rep, rerr, func(docs string) error { return updateDocs(rep, docs, *section) }
 	}
-	rep, err := ReadReport(data)
 	if err != nil {
-		return fail(fmt.Errorf("%s: %w", *in, err))
+		return failed("cgbench render", fmt.Errorf("%s: %w", *in, err))
 	}
-	rep.Evaluate()
+	r.Evaluate()
 	if *docs != "" {
-		if err := updateDocs(rep, *docs, *section); err != nil {
-			return fail(err)
+		if err := update(*docs); err != nil {
+			return failed("cgbench render", err)
 		}
 	}
-	rep.Markdown(os.Stdout)
+	r.Markdown(os.Stdout)
 	return 0
 }
 
@@ -737,4 +715,10 @@ func stamp(bin string) string {
 		return ""
 	}
 	return st.Build.String() + "; " + st.Go
+}
+
+// failed prints err after prog's name and is exit status 1.
+func failed(prog string, err error) int {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+	return 1
 }

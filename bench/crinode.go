@@ -124,7 +124,7 @@ func (k *criLogKeep) after(c *CRICell, handler string, s Sample, err error) {
 	cell := strings.NewReplacer(", ", "-", " ", "-").Replace(c.Name())
 	key := cell + "/" + handler
 	var dest, why string
-	switch stop := phaseSeconds(s, PhaseStopp); {
+	switch stop := phaseSeconds(s.Phases, PhaseStopp); {
 	case err != nil && k.failed[key] < keepFailedLogs:
 		k.failed[key]++
 		dest = filepath.Join(k.dir, cell, fmt.Sprintf("%s-failed-%d", handler, k.failed[key]))

@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -95,24 +94,20 @@ func suiteMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "cgbench suite: unexpected arguments %q; see -help\n", fs.Args())
 		return 2
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(os.Stderr, "cgbench suite: %v\n", err)
-		return 1
-	}
 	if os.Geteuid() != 0 {
-		return fail(errors.New("needs root (runsc, cgroups and the VM's disks): run it as root, e.g. sudo make bench"))
+		return failed("cgbench suite", errors.New("needs root (runsc, cgroups and the VM's disks): run it as root, e.g. sudo make bench"))
 	}
 	kvm, err := vmrun.UseKVM(*accel)
 	if err != nil {
-		return fail(err)
+		return failed("cgbench suite", err)
 	}
 	outDir, err := filepath.Abs(*out)
 	if err != nil {
-		return fail(err)
+		return failed("cgbench suite", err)
 	}
 	for _, p := range []*string{stock, patched, cache} {
 		if *p, err = filepath.Abs(*p); err != nil {
-			return fail(err)
+			return failed("cgbench suite", err)
 		}
 	}
 	// Every section measures the same two files, even if make runsc
@@ -120,7 +115,7 @@ func suiteMain(args []string) int {
 	for _, b := range []*string{stock, patched} {
 		cp := filepath.Join(outDir, "bin", filepath.Base(*b))
 		if err := copyExec(*b, cp); err != nil {
-			return fail(fmt.Errorf("copying %s for the run (build both with make runsc): %w", *b, err))
+			return failed("cgbench suite", fmt.Errorf("copying %s for the run (build both with make runsc): %w", *b, err))
 		}
 		if st, err := os.ReadFile(*b + ".stamp"); err == nil {
 			os.WriteFile(cp+".stamp", st, 0o644)
@@ -165,7 +160,7 @@ func suiteMain(args []string) int {
 		}
 		args, limit, err := vmDefaults(mode, *vmArgs, *vmTimeout)
 		if err != nil {
-			return fail(err)
+			return failed("cgbench suite", err)
 		}
 		o := vmbench.Options{
 			Mode: mode, CacheDir: *cache, KernelPkg: *kernelPkg, Dir: filepath.Join(outDir, "vm-"+mode),
@@ -174,7 +169,7 @@ func suiteMain(args []string) int {
 		}
 		if m, _ := vmimage.ModeByName(mode); m.Base == vmimage.BaseSystemd {
 			if o.Clients, err = clientBins(*clientsDir); err != nil {
-				return fail(err)
+				return failed("cgbench suite", err)
 			}
 		}
 		s.Sections = append(s.Sections, runVM(ctx, o, *every, logf))
@@ -191,7 +186,7 @@ func suiteMain(args []string) int {
 		err = updateSuiteDocs(s, *docs)
 	}
 	if err != nil {
-		return fail(err)
+		return failed("cgbench suite", err)
 	}
 	os.Stdout.WriteString(md)
 	if bad := s.Failures(); len(bad) > 0 {
@@ -279,10 +274,10 @@ func updateSuiteDocs(s *Suite, path string) error {
 }
 
 // loadSampler looks at the build machine every so often while a section
-// runs: its load average and the QEMU processes that are not ours.
+// runs: its load average and the QEMU processes that are not ours. Only its
+// goroutine takes samples until stop has waited for it.
 type loadSampler struct {
 	every   time.Duration
-	mu      sync.Mutex
 	samples []LoadSample
 	quit    chan struct{}
 	done    chan struct{}
@@ -311,9 +306,7 @@ func (s *loadSampler) take() {
 	if f := strings.Fields(loadavg()); len(f) > 0 {
 		sample.Load1, _ = strconv.ParseFloat(f[0], 64)
 	}
-	s.mu.Lock()
 	s.samples = append(s.samples, sample)
-	s.mu.Unlock()
 }
 
 // stop takes a last sample and sums them up.
@@ -321,8 +314,6 @@ func (s *loadSampler) stop(nproc int) *HostLoad {
 	close(s.quit)
 	<-s.done
 	s.take()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	h, err := SummarizeLoad(s.samples, s.every, nproc)
 	if err != nil {
 		return nil
