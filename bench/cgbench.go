@@ -88,17 +88,6 @@ type plan struct {
 	Deadline time.Time
 }
 
-// workerResult is what the worker hands back (rewritten after each
-// scenario).
-type workerResult struct {
-	Startup   []StartupResult  `json:"startup"`
-	Collision *CollisionResult `json:"collision,omitempty"`
-	Parallel  *ParallelResult  `json:"parallel,omitempty"`
-	CRI       *CRIResult       `json:"cri,omitempty"`
-	Errors    []string         `json:"errors,omitempty"`
-	Caller    []string         `json:"caller,omitempty"`
-}
-
 func measureMain(args []string) int {
 	fs := flag.NewFlagSet("cgbench", flag.ExitOnError)
 	out := fs.String("out", "out/bench", "folder for report.json, report.md and the runtime logs")
@@ -270,7 +259,7 @@ func measureMain(args []string) int {
 	if res != nil {
 		rep.Startup, rep.Collision, rep.Parallel, rep.CRI = res.Startup, res.Collision, res.Parallel, res.CRI
 		rep.Errors = append(rep.Errors, res.Errors...)
-		rep.Machine.Caller = res.Caller
+		rep.Machine.Caller = res.Machine.Caller
 	}
 	rep.Conformance = ConformanceWalls(*hostReport, *matrixReport)
 	rep.Machine.LoadAfter = loadavg()
@@ -303,8 +292,9 @@ func measureMain(args []string) int {
 }
 
 // runWorker starts the worker through exec-in-cgroup, so that it is in our
-// test tree before it runs anything, and waits for it.
-func runWorker(ctx context.Context, p *plan, planFile, resultFile string) (*workerResult, error) {
+// test tree before it runs anything, and waits for it. The worker hands
+// back the scenarios' part of a Report, rewritten after each scenario.
+func runWorker(ctx context.Context, p *plan, planFile, resultFile string) (*Report, error) {
 	data, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
@@ -342,7 +332,7 @@ func runWorker(ctx context.Context, p *plan, planFile, resultFile string) (*work
 		<-exited
 	}
 	defer os.Remove(resultFile)
-	var res workerResult
+	var res Report
 	data, err = os.ReadFile(resultFile)
 	if err != nil {
 		return nil, fmt.Errorf("the worker left no result (%v): %w", werr, err)
@@ -388,9 +378,9 @@ func workerMain(args []string) int {
 		defer cancel()
 	}
 
-	res := &workerResult{}
+	res := &Report{}
 	if own, err := os.ReadFile("/proc/self/cgroup"); err == nil {
-		res.Caller = strings.Fields(string(own))
+		res.Machine.Caller = strings.Fields(string(own))
 	}
 	save := func() {
 		data, _ := json.MarshalIndent(res, "", "  ")

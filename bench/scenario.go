@@ -396,9 +396,7 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 		start   time.Time
 	)
 	for i := range ids {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+		wg.Go(func() {
 			<-gate
 			ph, err := e.sandbox(ctx, rt, root, bundles[i], ids[i])
 			mu.Lock()
@@ -415,7 +413,7 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 			if k := len(lat) + run.Failures; n >= 8 && k%(n/4) == 0 && k < n {
 				e.logf("parallel: %s N=%d: %d of %d done (%d failed), %s so far", rt.Label(), n, k, n, run.Failures, time.Since(start).Round(time.Second))
 			}
-		}(i)
+		})
 	}
 	start = time.Now()
 	close(gate)
@@ -435,9 +433,7 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 		if !created[i] {
 			continue
 		}
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+		wg.Go(func() {
 			_, err := e.Runner.Run(ctx, rt, e.global(root, "delete", "-force", ids[i])...)
 			mu.Lock()
 			defer mu.Unlock()
@@ -449,7 +445,7 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 				return
 			}
 			e.track(rt, root, ids[i], false)
-		}(i)
+		})
 	}
 	wg.Wait()
 	run.DeleteSeconds = time.Since(start).Seconds()
