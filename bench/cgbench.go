@@ -18,8 +18,6 @@ package bench
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -186,7 +184,8 @@ func measureMain(args []string) int {
 		if err := copyExec(b.path, b.rt.Path); err != nil {
 			return failed("cgbench", fmt.Errorf("copying %s for the run: %w", b.path, err))
 		}
-		bin := Binary{Name: b.name, Path: b.path, SHA256: sha(b.rt.Path), Series: stamp(b.path)}
+		sum, _ := runscbuild.FileSHA256(b.rt.Path)
+		bin := Binary{Name: b.name, Path: b.path, SHA256: sum, Series: stamp(b.path)}
 		_, stdout, stderr, err := runner.Output(context.Background(), *b.rt, "flags")
 		if err != nil {
 			return failed("cgbench", fmt.Errorf("asking %s for its flags: %w", b.name, err))
@@ -682,19 +681,6 @@ func loadavg() string {
 		return strings.TrimSpace(string(data))
 	}
 	return strings.Join(f[:3], " ")
-}
-
-func sha(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return ""
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // stamp is the build stamp cmd/build-runsc leaves next to a binary, on one

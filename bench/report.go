@@ -481,8 +481,3 @@ func cell(s string) string {
 	}
 	return s
 }
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
-}

@@ -219,7 +219,7 @@ func (s *Suite) Markdown(w io.Writer) {
 
 // Markdown writes one section: where and how long it ran, then its report.
 func (sec *Section) Markdown(w io.Writer) {
-	took := seconds(sec.Seconds).Round(time.Second).String()
+	took := time.Duration(sec.Seconds * float64(time.Second)).Round(time.Second).String()
 	if sec.BootSeconds > 0 {
 		took += fmt.Sprintf(" (boot %.0f s)", sec.BootSeconds)
 	}
@@ -262,5 +262,3 @@ func ConformanceMarkdown(w io.Writer, walls []ConformanceWall) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | `%s` |\n", c.Mode, secs, results, cell(strings.TrimSpace(c.Status+" "+c.Note)), c.Source)
 	}
 }
-
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

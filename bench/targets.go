@@ -187,7 +187,8 @@ func exitList(m map[int]int) string {
 func failedRun(runs []CollisionRun) (id, msg string) {
 	for _, r := range runs {
 		if r.FirstDelete.Exit != 0 {
-			return r.ID, fmt.Sprintf("exit %d after %.2fs: %s", r.FirstDelete.Exit, r.FirstDelete.Seconds, lastLine(r.FirstDelete.Stderr))
+			last := strings.TrimSpace(r.FirstDelete.Stderr)
+			return r.ID, fmt.Sprintf("exit %d after %.2fs: %s", r.FirstDelete.Exit, r.FirstDelete.Seconds, last[strings.LastIndexByte(last, '\n')+1:])
 		}
 	}
 	return "", ""

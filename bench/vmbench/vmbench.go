@@ -175,10 +175,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	return boot(ctx, o, mode, kernel, base, logf)
-}
-
-func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, base string, logf func(string, ...any)) (*Result, error) {
 	p := vmimage.Payload{
 		Bins:    map[string]string{"cgbench": o.Cgbench, "runsc-stock": o.Stock, "runsc-patched": o.Patched},
 		Command: Command(WithBudget(o.Args, o.Timeout)),
@@ -214,27 +210,27 @@ func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, base string
 	}
 	res := &Result{Exit: -1, Where: fmt.Sprintf("%s VM, mode %s, %d vCPUs, %d MiB, kernel %s", accel, o.Mode, vm.CPUs, vm.MemoryMiB, filepath.Base(filepath.Dir(kernel)))}
 	logf("booting: %s, time limit %s; console in %s", res.Where, o.Timeout, vm.ConsoleLog)
-	b, err := vmimage.Boot(ctx, vm, mode, base, "", staged, o.Dir)
+	booted, err := vmimage.Boot(ctx, vm, mode, base, "", staged, o.Dir)
 	if err != nil {
 		return nil, err
 	}
-	run := b.Run
+	run := booted.Run
 	if run != nil {
 		res.Boot, res.Wall = run.Boot, run.Wall
 	}
 	switch {
-	case b.RunErr != nil:
-		res.Problem = b.RunErr.Error()
+	case booted.RunErr != nil:
+		res.Problem = booted.RunErr.Error()
 		return res, nil
-	case b.CollectErr != nil:
-		res.Problem = run.Stopped(o.Timeout) + "; " + run.ConsoleTail() + b.CollectErr.Error()
+	case booted.CollectErr != nil:
+		res.Problem = run.Stopped(o.Timeout) + "; " + run.ConsoleTail() + booted.CollectErr.Error()
 		return res, nil
 	}
-	if err := vmrun.WriteFiles(o.Dir, b.Files); err != nil {
+	if err := vmrun.WriteFiles(o.Dir, booted.Files); err != nil {
 		return nil, fmt.Errorf("saving the VM's results in %s: %w", o.Dir, err)
 	}
-	res.Exit = b.Exit
-	res.Report = b.Files["report.json"]
+	res.Exit = booted.Exit
+	res.Report = booted.Files["report.json"]
 	switch {
 	case res.Report == nil:
 		res.Problem = fmt.Sprintf("the VM sent its results without report.json (cgbench exit %d); see %s and %s", res.Exit, filepath.Join(o.Dir, "cgbench.md"), vm.ConsoleLog)
