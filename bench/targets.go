@@ -39,17 +39,12 @@ const (
 	MaxCRIStopRatio = 1.10
 )
 
-// startupLimit is the ratio a create+start+delete variant must stay under.
-func startupLimit(variant string) float64 {
-	if variant == "default" {
-		return MaxDefaultRatio
-	}
-	return MaxStartupRatio
-}
-
 // StartupTarget judges one create+start+delete variant.
 func StartupTarget(r StartupResult) Target {
-	limit := startupLimit(r.Variant.Name)
+	limit := MaxStartupRatio
+	if r.Variant.Name == "default" {
+		limit = MaxDefaultRatio
+	}
 	t := Target{Name: "create+start+delete, " + r.Variant.Name, Goal: fmt.Sprintf("patched/stock median ≤ %.2f", limit)}
 	switch {
 	case r.Skipped != "":
