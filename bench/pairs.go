@@ -54,14 +54,6 @@ type Pair struct {
 // profits from warm caches or pays for a cold start.
 func CandidateFirst(i int) bool { return i%2 == 1 }
 
-// Sides is the order of the two runs of pair i.
-func Sides(i int) [2]string {
-	if CandidateFirst(i) {
-		return [2]string{"candidate", "baseline"}
-	}
-	return [2]string{"baseline", "candidate"}
-}
-
 // NewPair pairs two samples and computes candidate/baseline.
 func NewPair(i int, baseline, candidate Sample) (Pair, error) {
 	if baseline.Seconds <= 0 || candidate.Seconds <= 0 {
@@ -113,8 +105,11 @@ func RunPairs(ctx context.Context, n, maxFailures int, baseline, candidate Trial
 		}
 		var b, c Sample
 		var err error
-		side := ""
-		for _, side = range Sides(a) {
+		side, order := "", [2]string{"baseline", "candidate"}
+		if CandidateFirst(a) {
+			order = [2]string{"candidate", "baseline"}
+		}
+		for _, side = range order {
 			if side == "candidate" {
 				c, err = candidate(ctx, a)
 			} else {

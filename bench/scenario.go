@@ -317,19 +317,20 @@ type CollisionResult struct {
 func (e *Env) Collision(ctx context.Context, pairs int) (res CollisionResult) {
 	res = CollisionResult{Pairs: pairs, StockExit: map[int]int{}, PatchExit: map[int]int{}, Span: startSpan()}
 	defer res.Span.end()
-	trial := func(rt Runtime, side string, into *[]CollisionRun) Trial {
+	trial := func(rt Runtime, side string, into *[]CollisionRun, exits map[int]int) Trial {
 		return func(ctx context.Context, i int) (Sample, error) {
 			r, err := e.Collide(ctx, rt, SandboxID(e.RunID, "pause-"+side, i))
 			if err != nil {
 				return Sample{}, err
 			}
 			*into = append(*into, r)
+			exits[r.FirstDelete.Exit]++
 			return Sample{Seconds: r.FirstDelete.Seconds, CPUSeconds: r.FirstDelete.CPUSeconds}, nil
 		}
 	}
 	e.logf("collision: %d pairs, same ID in two roots, empty cgroupsPath", pairs)
 	start := time.Now()
-	ps, _, err := RunPairs(ctx, pairs, -1, trial(e.Stock, "s", &res.Stock), trial(e.Patched, "p", &res.Patched), func(p Pair) {
+	ps, _, err := RunPairs(ctx, pairs, -1, trial(e.Stock, "s", &res.Stock, res.StockExit), trial(e.Patched, "p", &res.Patched, res.PatchExit), func(p Pair) {
 		last := func(runs []CollisionRun) int { return runs[len(runs)-1].FirstDelete.Exit }
 		e.logf("collision: pair %d/%d: first delete patched %.2fs (exit %d), stock %.2fs (exit %d), %s so far",
 			p.Index+1, pairs, p.Candidate.Seconds, last(res.Patched), p.Baseline.Seconds, last(res.Stock), time.Since(start).Round(time.Second))
@@ -337,16 +338,8 @@ func (e *Env) Collision(ctx context.Context, pairs int) (res CollisionResult) {
 	if err != nil {
 		res.Error = err.Error()
 	}
-	for _, r := range res.Stock {
-		res.StockExit[r.FirstDelete.Exit]++
-	}
-	for _, r := range res.Patched {
-		res.PatchExit[r.FirstDelete.Exit]++
-	}
-	if len(ps) > 0 {
-		if st, err := Stats(ps); err == nil {
-			res.Ratio, res.StockSec, res.PatchSec = &st.Ratio, &st.Baseline, &st.Candidate
-		}
+	if st, err := Stats(ps); err == nil {
+		res.Ratio, res.StockSec, res.PatchSec = &st.Ratio, &st.Baseline, &st.Candidate
 	}
 	if res.PatchSec != nil {
 		e.logf("collision: first delete median stock %.3fs (exits %v), patched %.3fs (exits %v)", res.StockSec.Median, res.StockExit, res.PatchSec.Median, res.PatchExit)
