@@ -384,18 +384,8 @@ func (r *Report) criMarkdown(w io.Writer) {
 			failed = append(failed, fmt.Sprintf("%s: stopped early: %s", cl.Name(), cell(cl.Error)))
 		}
 	}
-	if len(retried) > 0 {
-		fmt.Fprintf(w, "\nCalls that failed and were retried (timed with the call that worked), the first of each cell, phase and handler:\n\n")
-		for _, r := range retried {
-			fmt.Fprintf(w, "- %s\n", r)
-		}
-	}
-	if len(failed) > 0 {
-		fmt.Fprintf(w, "\nFailed pods (not timed; each attempt was replaced by the next):\n\n")
-		for _, f := range failed {
-			fmt.Fprintf(w, "- %s\n", f)
-		}
-	}
+	list(w, "Calls that failed and were retried (timed with the call that worked), the first of each cell, phase and handler:", retried)
+	list(w, "Failed pods (not timed; each attempt was replaced by the next):", failed)
 	for _, n := range c.Notes {
 		fmt.Fprintf(w, "\n- %s\n", cell(n))
 	}
@@ -470,6 +460,17 @@ func phaseList(ps []Phase) string {
 		s = append(s, fmt.Sprintf("%.3f", p.Seconds))
 	}
 	return strings.Join(s, "/")
+}
+
+// list writes a paragraph, then items as a markdown list; nothing without
+// items.
+func list(w io.Writer, para string, items []string) {
+	if len(items) > 0 {
+		fmt.Fprintf(w, "\n%s\n\n", para)
+		for _, it := range items {
+			fmt.Fprintf(w, "- %s\n", it)
+		}
+	}
 }
 
 // cell keeps a value on one table row.

@@ -229,12 +229,7 @@ func (sec *Section) Markdown(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	if sec.HostLoad != nil && sec.HostLoad.Contended && sec.Report != nil {
-		if lines := sec.HostLoad.During(sec.Report.Spans()); len(lines) > 0 {
-			fmt.Fprintf(w, "\nAnother QEMU VM, scenario by scenario (times of the machine that measured):\n\n")
-			for _, l := range lines {
-				fmt.Fprintf(w, "- %s\n", l)
-			}
-		}
+		list(w, "Another QEMU VM, scenario by scenario (times of the machine that measured):", sec.HostLoad.During(sec.Report.Spans()))
 	}
 	if sec.Report != nil && sec.Report.Command != "" {
 		fmt.Fprintf(w, "\ncgbench ran as `%s`.\n", sec.Report.Command)
