@@ -139,12 +139,12 @@ func suiteMain(args []string) int {
 		step++
 		dir := filepath.Join(outDir, "host")
 		logf("this host: cgbench %s -out %s", *hostArgs, dir)
-		sampler := startSampler(*every)
+		stopSampler := startSampler(*every)
 		start := time.Now()
 		code := measureMain(append(strings.Fields(*hostArgs), "-out", dir, "-stock", *stock, "-patched", *patched,
 			"-conformance-report=", "-matrix-report="))
 		sec := Section{Name: "host", Title: "This host", Dir: dir, Exit: code, Seconds: time.Since(start).Seconds(),
-			HostLoad: sampler.stop(runtime.NumCPU())}
+			HostLoad: stopSampler(runtime.NumCPU())}
 		sec.Report, sec.Problem = readReport(filepath.Join(dir, "report.json"))
 		if r := sec.Report; r != nil {
 			sec.Title = fmt.Sprintf("This host (%s)", r.Machine.CgroupMode)
@@ -208,11 +208,11 @@ func runVM(ctx context.Context, o vmbench.Options, every time.Duration, logf fun
 	}
 	o.Cgbench = exe
 	logf("%s VM: cgbench %s", o.Mode, strings.Join(o.Args, " "))
-	sampler := startSampler(every)
+	stopSampler := startSampler(every)
 	start := time.Now()
 	res, err := vmbench.Run(ctx, o)
 	sec.Seconds = time.Since(start).Seconds()
-	sec.HostLoad = sampler.stop(runtime.NumCPU())
+	sec.HostLoad = stopSampler(runtime.NumCPU())
 	if err != nil {
 		sec.Problem = err.Error()
 		logf("%s VM: %v", o.Mode, err)
@@ -273,52 +273,43 @@ func updateSuiteDocs(s *Suite, path string) error {
 	return replaceMarked(path, "conformance", markdown("", func(w io.Writer) { ConformanceMarkdown(w, s.Conformance) }))
 }
 
-// loadSampler looks at the build machine every so often while a section
-// runs: its load average and the QEMU processes that are not ours. Only its
-// goroutine takes samples until stop has waited for it.
-type loadSampler struct {
-	every   time.Duration
-	samples []LoadSample
-	quit    chan struct{}
-	done    chan struct{}
-}
-
-func startSampler(every time.Duration) *loadSampler {
-	s := &loadSampler{every: every, quit: make(chan struct{}), done: make(chan struct{})}
+// startSampler looks at the build machine every so often while a section
+// runs: its load average and the QEMU processes that are not ours. stop
+// ends it, takes a last sample and sums them up (only the sampling
+// goroutine appends until stop has waited for it).
+func startSampler(every time.Duration) (stop func(nproc int) *HostLoad) {
+	var samples []LoadSample
+	take := func() {
+		sample := LoadSample{At: time.Now().UTC(), OtherQEMU: otherQEMU(proc.All(), os.Getpid())}
+		if f := strings.Fields(loadavg()); len(f) > 0 {
+			sample.Load1, _ = strconv.ParseFloat(f[0], 64)
+		}
+		samples = append(samples, sample)
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
-		defer close(s.done)
+		defer close(done)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			s.take()
+			take()
 			select {
 			case <-t.C:
-			case <-s.quit:
+			case <-quit:
 				return
 			}
 		}
 	}()
-	return s
-}
-
-func (s *loadSampler) take() {
-	sample := LoadSample{At: time.Now().UTC(), OtherQEMU: otherQEMU(proc.All(), os.Getpid())}
-	if f := strings.Fields(loadavg()); len(f) > 0 {
-		sample.Load1, _ = strconv.ParseFloat(f[0], 64)
+	return func(nproc int) *HostLoad {
+		close(quit)
+		<-done
+		take()
+		h, err := SummarizeLoad(samples, every, nproc)
+		if err != nil {
+			return nil
+		}
+		return h
 	}
-	s.samples = append(s.samples, sample)
-}
-
-// stop takes a last sample and sums them up.
-func (s *loadSampler) stop(nproc int) *HostLoad {
-	close(s.quit)
-	<-s.done
-	s.take()
-	h, err := SummarizeLoad(s.samples, s.every, nproc)
-	if err != nil {
-		return nil
-	}
-	return h
 }
 
 // otherQEMU counts the qemu-system processes whose parent is not self: the
