@@ -18,8 +18,6 @@ package bench
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -70,21 +68,15 @@ const callerDir = "caller"
 
 // plan is what the measuring parent hands the worker.
 type plan struct {
-	Stock, Patched  Runtime
-	NestedFlag      bool
-	WorkDir, Rootfs string
-	RunID           string
-	Host            *cgroupfs.Host
-	TreeRoot        string
-	Pairs           int
-	Ns              []int
-	Reps            int
-	ParallelStock   bool
-	Only            map[string]bool
-	Variants        map[string]bool
-	Timeout         time.Duration
-	KeepLogs        bool
-	LogDir          string
+	Env           // without its Watcher and Log
+	Host          *cgroupfs.Host
+	TreeRoot      string
+	Pairs         int
+	Ns            []int
+	Reps          int
+	ParallelStock bool
+	Only          map[string]bool
+	Variants      map[string]bool
 	// Busybox is the static busybox of the rootfs and the CRI image.
 	Busybox string
 	// CRI is the CRI scenario's setup (with "cri" in Only).
@@ -92,17 +84,6 @@ type plan struct {
 	// Deadline (from -budget) stops the worker; what it measured until
 	// then is reported, and the run fails.
 	Deadline time.Time
-}
-
-// workerResult is what the worker hands back (rewritten after each
-// scenario).
-type workerResult struct {
-	Startup   []StartupResult  `json:"startup"`
-	Collision *CollisionResult `json:"collision,omitempty"`
-	Parallel  *ParallelResult  `json:"parallel,omitempty"`
-	CRI       *CRIResult       `json:"cri,omitempty"`
-	Errors    []string         `json:"errors,omitempty"`
-	Caller    []string         `json:"caller,omitempty"`
 }
 
 func measureMain(args []string) int {
@@ -140,75 +121,48 @@ func measureMain(args []string) int {
 	rootCtrls := fs.Bool("enable-root-controllers", false, "cgroup v2 only, for a throw-away VM: enable every controller in the root's cgroup.subtree_control first")
 	fs.Parse(args)
 
-	fail := func(err error) int {
-		fmt.Fprintf(os.Stderr, "cgbench: %v\n", err)
-		return 1
-	}
 	if os.Geteuid() != 0 {
-		return fail(errors.New("needs root (runsc and cgroups): run it as root, e.g. sudo make bench"))
+		return failed("cgbench", errors.New("needs root (runsc and cgroups): run it as root, e.g. sudo make bench"))
 	}
 	if *pairs < 20 {
 		fmt.Fprintf(os.Stderr, "cgbench: warning: -pairs %d is below the 20 a report needs\n", *pairs)
 	}
 	ns, err := parseNs(*nsFlag)
 	if err != nil {
-		return fail(err)
+		return failed("cgbench", err)
 	}
 	outDir, err := filepath.Abs(*out)
 	if err != nil {
-		return fail(err)
+		return failed("cgbench", err)
 	}
 	rep := &Report{Schema: Schema, Started: time.Now().UTC(), Command: commandLine(args)}
 	rep.Machine = machine()
 	rep.Machine.LoadBefore = loadavg()
 
-	p := &plan{Pairs: *pairs, Ns: ns, Reps: *reps, ParallelStock: *withStock, Timeout: *timeout, KeepLogs: *keepLogs, Only: map[string]bool{}}
+	p := &plan{Pairs: *pairs, Ns: ns, Reps: *reps, ParallelStock: *withStock, Only: set(*only), Variants: set(*variants), Busybox: *busybox}
 	if *budget > 0 {
 		p.Deadline = time.Now().Add(*budget)
-	}
-	for _, s := range strings.Split(*only, ",") {
-		p.Only[strings.TrimSpace(s)] = true
 	}
 	if p.Only["cri"] {
 		criOpts.Drivers, criOpts.Loads = splitList(*criDrivers), splitList(*criLoads)
 		if err := checkCRILists(criOpts.Drivers, criOpts.Loads); err != nil {
-			return fail(err)
+			return failed("cgbench", err)
 		}
 		criOpts.Limit = *timeout
 		if criOpts.BinDir == "" {
 			criOpts.BinDir = filepath.Dir(*patched)
 		}
 		if criOpts.BinDir, err = filepath.Abs(criOpts.BinDir); err != nil {
-			return fail(err)
+			return failed("cgbench", err)
 		}
 		p.CRI = &criOpts
 	}
-	p.Busybox = *busybox
-	p.Variants = map[string]bool{}
-	for _, s := range strings.Split(*variants, ",") {
-		p.Variants[strings.TrimSpace(s)] = true
-	}
-	for _, b := range []struct {
-		rt   *Runtime
-		name string
-		path string
-	}{{&p.Stock, "runsc-stock", *stock}, {&p.Patched, "runsc-patched", *patched}} {
-		abs, err := filepath.Abs(b.path)
-		if err != nil {
-			return fail(err)
-		}
-		if _, err := os.Stat(abs); err != nil {
-			return fail(fmt.Errorf("%s: %w (build both with make runsc)", b.name, err))
-		}
-		*b.rt = Runtime{Name: b.name, Path: abs, Kind: "runsc"}
-	}
-
 	p.RunID = fmt.Sprintf("cgb%d", os.Getpid())
 	work := filepath.Join(outDir, "work-"+p.RunID)
 	p.WorkDir = work
-	p.LogDir = filepath.Join(outDir, "logs-"+p.RunID)
+	p.Runner = &Runner{LogDir: filepath.Join(outDir, "logs-"+p.RunID), Timeout: *timeout, KeepLogs: *keepLogs}
 	if err := os.MkdirAll(work, 0o755); err != nil {
-		return fail(err)
+		return failed("cgbench", err)
 	}
 	defer func() {
 		// runsc leaves a null-netns bind mount in each --root.
@@ -217,37 +171,39 @@ func measureMain(args []string) int {
 		}
 		os.RemoveAll(work)
 	}()
-	runner := &Runner{LogDir: p.LogDir, Timeout: 30 * time.Second}
-	for _, rt := range []*Runtime{&p.Stock, &p.Patched} {
+	runner := &Runner{LogDir: p.Runner.LogDir, Timeout: 30 * time.Second}
+	for _, b := range []struct {
+		rt         *Runtime
+		name, path string
+	}{{&p.Stock, "runsc-stock", *stock}, {&p.Patched, "runsc-patched", *patched}} {
+		if _, err := os.Stat(b.path); err != nil {
+			return failed("cgbench", fmt.Errorf("%s: %w (build both with make runsc)", b.name, err))
+		}
 		// Run private copies: make runsc may replace bin/ mid-run.
-		orig := rt.Path
-		cp := filepath.Join(work, "bin", rt.Name)
-		if err := copyExec(orig, cp); err != nil {
-			return fail(fmt.Errorf("copying %s for the run: %w", orig, err))
+		*b.rt = Runtime{Name: b.name, Path: filepath.Join(work, "bin", b.name), Kind: "runsc"}
+		if err := copyExec(b.path, b.rt.Path); err != nil {
+			return failed("cgbench", fmt.Errorf("copying %s for the run: %w", b.path, err))
 		}
-		rt.Path = cp
-	}
-	for i, rt := range []Runtime{p.Stock, p.Patched} {
-		orig := []string{*stock, *patched}[i]
-		b := Binary{Name: rt.Name, Path: orig, SHA256: sha(rt.Path), Series: stamp(orig)}
-		_, stdout, stderr, err := runner.Output(context.Background(), rt, "flags")
+		sum, _ := runscbuild.FileSHA256(b.rt.Path)
+		bin := Binary{Name: b.name, Path: b.path, SHA256: sum, Series: stamp(b.path)}
+		_, stdout, stderr, err := runner.Output(context.Background(), *b.rt, "flags")
 		if err != nil {
-			return fail(fmt.Errorf("asking %s for its flags: %w", rt.Name, err))
+			return failed("cgbench", fmt.Errorf("asking %s for its flags: %w", b.name, err))
 		}
-		b.NestedFlag = strings.Contains(string(stdout)+string(stderr), "-nested-cgroups")
-		if rt.Name == "runsc-patched" {
-			p.NestedFlag = b.NestedFlag
+		bin.NestedFlag = strings.Contains(string(stdout)+string(stderr), "-nested-cgroups")
+		if b.name == "runsc-patched" {
+			p.NestedFlag = bin.NestedFlag
 		}
-		rep.Binaries = append(rep.Binaries, b)
+		rep.Binaries = append(rep.Binaries, bin)
 	}
 	rep.Identical = rep.Binaries[0].SHA256 == rep.Binaries[1].SHA256
 	if p.Rootfs, err = MakeRootfs(work, *busybox); err != nil {
-		return fail(err)
+		return failed("cgbench", err)
 	}
 
 	host, err := cgroupfs.Detect()
 	if err != nil {
-		return fail(err)
+		return failed("cgbench", err)
 	}
 	rep.Machine.CgroupMode = host.Mode
 	if rep.Machine.CgroupMode != mode.V2 {
@@ -264,11 +220,11 @@ func measureMain(args []string) int {
 	}
 	tree := &cgroupfs.Tree{Host: host, Root: "/cgbench-" + strconv.Itoa(os.Getpid())}
 	if err := tree.Create(); err != nil {
-		return fail(err)
+		return failed("cgbench", err)
 	}
 	if err := tree.Mkdir(path.Join(tree.Root, callerDir)); err != nil {
 		removeTree(tree)
-		return fail(err)
+		return failed("cgbench", err)
 	}
 	p.TreeRoot = tree.Root
 	for _, h := range host.Hierarchies {
@@ -302,21 +258,25 @@ func measureMain(args []string) int {
 	if res != nil {
 		rep.Startup, rep.Collision, rep.Parallel, rep.CRI = res.Startup, res.Collision, res.Parallel, res.CRI
 		rep.Errors = append(rep.Errors, res.Errors...)
-		rep.Machine.Caller = res.Caller
+		rep.Machine.Caller = res.Machine.Caller
 	}
 	rep.Conformance = ConformanceWalls(*hostReport, *matrixReport)
 	rep.Machine.LoadAfter = loadavg()
 	rep.Finished = time.Now().UTC()
 	rep.Evaluate()
-	if err := writeReport(rep, outDir, *docs, *section); err != nil {
-		return fail(err)
+	err = writeOut(outDir, rep, markdown(fmt.Sprintf("# cgbench: runsc-patched vs runsc-stock\n\nReproduce: `%s`\n\n", rep.Command), rep.Markdown))
+	if err == nil && *docs != "" {
+		err = updateDocs(rep, *docs, *section)
+	}
+	if err != nil {
+		return failed("cgbench", err)
 	}
 	rep.Markdown(os.Stdout)
-	if entries, _ := os.ReadDir(p.LogDir); len(entries) == 0 {
-		os.Remove(p.LogDir)
+	if entries, _ := os.ReadDir(p.Runner.LogDir); len(entries) == 0 {
+		os.Remove(p.Runner.LogDir)
 	}
 	if len(rep.Errors) > 0 {
-		fmt.Fprintf(os.Stderr, "cgbench: %d failed run(s); see %s/report.md and the logs in %s\n", len(rep.Errors), outDir, p.LogDir)
+		fmt.Fprintf(os.Stderr, "cgbench: %d failed run(s); see %s/report.md and the logs in %s\n", len(rep.Errors), outDir, p.Runner.LogDir)
 		return 1
 	}
 	if *strict {
@@ -331,8 +291,9 @@ func measureMain(args []string) int {
 }
 
 // runWorker starts the worker through exec-in-cgroup, so that it is in our
-// test tree before it runs anything, and waits for it.
-func runWorker(ctx context.Context, p *plan, planFile, resultFile string) (*workerResult, error) {
+// test tree before it runs anything, and waits for it. The worker hands
+// back the scenarios' part of a Report, rewritten after each scenario.
+func runWorker(ctx context.Context, p *plan, planFile, resultFile string) (*Report, error) {
 	data, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
@@ -370,7 +331,7 @@ func runWorker(ctx context.Context, p *plan, planFile, resultFile string) (*work
 		<-exited
 	}
 	defer os.Remove(resultFile)
-	var res workerResult
+	var res Report
 	data, err = os.ReadFile(resultFile)
 	if err != nil {
 		return nil, fmt.Errorf("the worker left no result (%v): %w", werr, err)
@@ -416,26 +377,18 @@ func workerMain(args []string) int {
 		defer cancel()
 	}
 
-	res := &workerResult{}
+	res := &Report{}
 	if own, err := os.ReadFile("/proc/self/cgroup"); err == nil {
-		res.Caller = strings.Fields(string(own))
+		res.Machine.Caller = strings.Fields(string(own))
 	}
 	save := func() {
 		data, _ := json.MarshalIndent(res, "", "  ")
 		os.WriteFile(*resultFile, data, 0o644)
 	}
 	save()
-	env := &Env{
-		Runner:     &Runner{LogDir: p.LogDir, Timeout: p.Timeout, KeepLogs: p.KeepLogs},
-		Stock:      p.Stock,
-		Patched:    p.Patched,
-		NestedFlag: p.NestedFlag,
-		WorkDir:    p.WorkDir,
-		Rootfs:     p.Rootfs,
-		RunID:      p.RunID,
-		Watcher:    &Watch{Tree: &cgroupfs.Tree{Host: p.Host, Root: p.TreeRoot}, Self: os.Getpid()},
-		Log:        os.Stderr,
-	}
+	env := &p.Env
+	env.Watcher = &Watch{Tree: &cgroupfs.Tree{Host: p.Host, Root: p.TreeRoot}, Self: os.Getpid()}
+	env.Log = os.Stderr
 	defer func() {
 		for _, err := range env.Cleanup(context.Background()) {
 			res.Errors = append(res.Errors, "cleanup: "+err.Error())
@@ -528,72 +481,62 @@ func renderMain(args []string) int {
 	docs := fs.String("docs", "", "also update this markdown file between its cgbench markers")
 	section := fs.String("section", "host", "for one host's report: which marked section of -docs to replace (host, vm-v2)")
 	fs.Parse(args)
-	fail := func(err error) int {
-		fmt.Fprintf(os.Stderr, "cgbench render: %v\n", err)
-		return 1
-	}
 	data, err := os.ReadFile(*in)
 	if err != nil {
-		return fail(err)
+		return failed("cgbench render", err)
 	}
 	var head struct {
 		Schema string `json:"schema"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		return fail(fmt.Errorf("%s: %w", *in, err))
+		return failed("cgbench render", fmt.Errorf("%s: %w", *in, err))
 	}
+	var r interface {
+		Evaluate()
+		Markdown(io.Writer)
+	}
+	var update func(docs string) error
 	if head.Schema == SuiteSchema {
-		s, err := ReadSuite(data)
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", *in, err))
-		}
-		s.Evaluate()
-		if *docs != "" {
-			if err := updateSuiteDocs(s, *docs); err != nil {
-				return fail(err)
-			}
-		}
-		s.Markdown(os.Stdout)
-		return 0
+		s, serr := ReadSuite(data)
+		r, err, update = s, serr, func(docs string) error { return updateSuiteDocs(s, docs) }
+	} else {
+		rep, rerr := ReadReport(data)
+		r, err, update = rep, rerr, func(docs string) error { return updateDocs(rep, docs, *section) }
 	}
-	rep, err := ReadReport(data)
 	if err != nil {
-		return fail(fmt.Errorf("%s: %w", *in, err))
+		return failed("cgbench render", fmt.Errorf("%s: %w", *in, err))
 	}
-	rep.Evaluate()
+	r.Evaluate()
 	if *docs != "" {
-		if err := updateDocs(rep, *docs, *section); err != nil {
-			return fail(err)
+		if err := update(*docs); err != nil {
+			return failed("cgbench render", err)
 		}
 	}
-	rep.Markdown(os.Stdout)
+	r.Markdown(os.Stdout)
 	return 0
 }
 
-func writeReport(rep *Report, outDir, docs, section string) error {
+// writeOut writes v to outDir/report.json and md to outDir/report.md.
+func writeOut(outDir string, v any, md string) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(rep, "", "  ")
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(outDir, "report.json"), data, 0o644); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(outDir, "report.md"))
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(f, "# cgbench: runsc-patched vs runsc-stock\n\nReproduce: `%s`\n\n", rep.Command)
-	rep.Markdown(f)
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if docs != "" {
-		return updateDocs(rep, docs, section)
-	}
-	return nil
+	return os.WriteFile(filepath.Join(outDir, "report.md"), []byte(md), 0o644)
+}
+
+// markdown is head, then what body writes.
+func markdown(head string, body func(io.Writer)) string {
+	var b strings.Builder
+	b.WriteString(head)
+	body(&b)
+	return b.String()
 }
 
 // Markers delimit a generated section of docs/BENCHMARKS.md ("host" for
@@ -605,10 +548,7 @@ func marks(section string) (begin, end string) {
 }
 
 func updateDocs(rep *Report, path, section string) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Reproduce with `%s` (as root).\n\n", rep.Command)
-	rep.Markdown(&b)
-	return replaceMarked(path, section, b.String())
+	return replaceMarked(path, section, markdown(fmt.Sprintf("Reproduce with `%s` (as root).\n\n", rep.Command), rep.Markdown))
 }
 
 // replaceMarked puts body between the markers of section in the markdown
@@ -643,6 +583,15 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// set is a comma-separated flag value as a set.
+func set(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range splitList(s) {
+		m[f] = true
+	}
+	return m
 }
 
 func parseNs(s string) ([]int, error) {
@@ -734,19 +683,6 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
-func sha(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return ""
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // stamp is the build stamp cmd/build-runsc leaves next to a binary, on one
 // line: the build (gVisor version and patch digest) and the Go version.
 func stamp(bin string) string {
@@ -755,4 +691,10 @@ func stamp(bin string) string {
 		return ""
 	}
 	return st.Build.String() + "; " + st.Go
+}
+
+// failed prints err after prog's name and is exit status 1.
+func failed(prog string, err error) int {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+	return 1
 }

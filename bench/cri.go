@@ -317,9 +317,9 @@ func (e *CRIEnv) cell(ctx context.Context, node PodNode, c *CRICell) error {
 	}
 	e.logf("%s: %d pairs of %s vs %s", c.Name(), e.Pairs, c.Candidate, c.Baseline)
 	start := time.Now()
-	ps, fails, err := RunPairsTolerant(ctx, e.Pairs, e.MaxFailures, trial(c.Baseline), trial(c.Candidate), func(p Pair) {
+	ps, fails, err := RunPairs(ctx, e.Pairs, max(e.MaxFailures, 0), trial(c.Baseline), trial(c.Candidate), func(p Pair) {
 		e.logf("%s: pair %d/%d: ratio %.3f (%.2fs vs %.2fs), stopp %.2fs vs %.2fs, %s so far", c.Name(), len(c.Pairs)+1, e.Pairs,
-			p.Ratio, p.Candidate.Seconds, p.Baseline.Seconds, phaseSeconds(p.Candidate, PhaseStopp), phaseSeconds(p.Baseline, PhaseStopp),
+			p.Ratio, p.Candidate.Seconds, p.Baseline.Seconds, phaseSeconds(p.Candidate.Phases, PhaseStopp), phaseSeconds(p.Baseline.Phases, PhaseStopp),
 			time.Since(start).Round(time.Second))
 		c.Pairs = append(c.Pairs, p)
 	}, func(f PairFailure) {
@@ -341,9 +341,9 @@ func (e *CRIEnv) cell(ctx context.Context, node PodNode, c *CRICell) error {
 	return err
 }
 
-// phaseSeconds is the time of the named phase of s (0 when absent).
-func phaseSeconds(s Sample, name string) float64 {
-	for _, p := range s.Phases {
+// phaseSeconds is the time of the named phase in ps (0 when absent).
+func phaseSeconds(ps []Phase, name string) float64 {
+	for _, p := range ps {
 		if p.Name == name {
 			return p.Seconds
 		}

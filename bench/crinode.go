@@ -124,7 +124,7 @@ func (k *criLogKeep) after(c *CRICell, handler string, s Sample, err error) {
 	cell := strings.NewReplacer(", ", "-", " ", "-").Replace(c.Name())
 	key := cell + "/" + handler
 	var dest, why string
-	switch stop := phaseSeconds(s, PhaseStopp); {
+	switch stop := phaseSeconds(s.Phases, PhaseStopp); {
 	case err != nil && k.failed[key] < keepFailedLogs:
 		k.failed[key]++
 		dest = filepath.Join(k.dir, cell, fmt.Sprintf("%s-failed-%d", handler, k.failed[key]))
@@ -162,7 +162,7 @@ func runCRI(ctx context.Context, p *plan, tree *cgroupfs.Tree, log io.Writer) CR
 	if err != nil {
 		return CRIResult{Error: "the clients: " + err.Error()}
 	}
-	logs := filepath.Join(p.LogDir, "cri")
+	logs := filepath.Join(p.Runner.LogDir, "cri")
 	current := func(h string) string { return filepath.Join(p.WorkDir, "cri-runsc-logs", h) }
 	keep := &criLogKeep{dir: logs, current: current, slowest: map[string]float64{}, failed: map[string]int{}}
 	handlers := []clients.Handler{

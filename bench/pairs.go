@@ -30,7 +30,7 @@ type Phase struct {
 	Retried  []string `json:"retried,omitempty"`
 }
 
-// ErrAbort, wrapped in a trial's error, ends RunPairsTolerant at once: the
+// ErrAbort, wrapped in a trial's error, ends RunPairs at once: the
 // failure left the machine unfit for more runs.
 var ErrAbort = errors.New("cannot go on")
 
@@ -54,14 +54,6 @@ type Pair struct {
 // profits from warm caches or pays for a cold start.
 func CandidateFirst(i int) bool { return i%2 == 1 }
 
-// Sides is the order of the two runs of pair i.
-func Sides(i int) [2]string {
-	if CandidateFirst(i) {
-		return [2]string{"candidate", "baseline"}
-	}
-	return [2]string{"baseline", "candidate"}
-}
-
 // NewPair pairs two samples and computes candidate/baseline.
 func NewPair(i int, baseline, candidate Sample) (Pair, error) {
 	if baseline.Seconds <= 0 || candidate.Seconds <= 0 {
@@ -80,78 +72,44 @@ func NewPair(i int, baseline, candidate Sample) (Pair, error) {
 	return p, nil
 }
 
-// RunPairs runs n interleaved pairs, calling each (if set) after every pair
-// for progress. It stops at the first failed run and returns the pairs
-// completed so far with an error naming the pair and side: the caller
-// reports it, it never becomes a timing.
-func RunPairs(ctx context.Context, n int, baseline, candidate Trial, each func(Pair)) ([]Pair, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("need at least one pair, got %d", n)
-	}
-	pairs := make([]Pair, 0, n)
-	for i := 0; i < n; i++ {
-		if err := ctx.Err(); err != nil {
-			return pairs, fmt.Errorf("pair %d not run: %w", i, err)
-		}
-		var b, c Sample
-		var err error
-		run := func(side string) error {
-			if side == "candidate" {
-				c, err = candidate(ctx, i)
-			} else {
-				b, err = baseline(ctx, i)
-			}
-			if err != nil {
-				return fmt.Errorf("pair %d, %s run failed (not timed): %w", i, side, err)
-			}
-			return nil
-		}
-		for _, side := range Sides(i) {
-			if err := run(side); err != nil {
-				return pairs, err
-			}
-		}
-		p, err := NewPair(i, b, c)
-		if err != nil {
-			return pairs, err
-		}
-		pairs = append(pairs, p)
-		if each != nil {
-			each(p)
-		}
-	}
-	return pairs, nil
-}
-
-// PairFailure is a run that failed inside RunPairsTolerant: its attempt
-// gives no pair and nothing of it is timed.
+// PairFailure is a run that failed inside RunPairs: its attempt gives no
+// pair and nothing of it is timed.
 type PairFailure struct {
 	Attempt int    `json:"attempt"`
 	Side    string `json:"side"` // "baseline" or "candidate"
 	Error   string `json:"error"`
 }
 
-// RunPairsTolerant runs attempts until n pairs are complete. A failed run
-// drops its attempt (the other side of it is not run, or its time is
-// thrown away), is reported to failed (if set) and returned, and the next
-// attempt takes its place; the order still alternates by attempt, so a
-// pair's Index is its attempt. After more than maxFailures failed runs it
-// stops with an error. Failures are outcomes to report (a command that
-// timed out under load), never timings.
-func RunPairsTolerant(ctx context.Context, n, maxFailures int, baseline, candidate Trial, each func(Pair), failed func(PairFailure)) ([]Pair, []PairFailure, error) {
+// RunPairs runs interleaved attempts until n pairs are complete, calling
+// each (if set) after every pair for progress. With maxFailures < 0 it
+// stops at the first failed run with an error naming the pair and side.
+// Otherwise a failed run drops its attempt (the other side of it is not
+// run, or its time is thrown away), is reported to failed (if set) and
+// returned, and the next attempt takes its place; the order still
+// alternates by attempt, so a pair's Index is its attempt. After more than
+// maxFailures failed runs, or one wrapping ErrAbort, it stops with an
+// error. Failures are outcomes to report, never timings.
+func RunPairs(ctx context.Context, n, maxFailures int, baseline, candidate Trial, each func(Pair), failed func(PairFailure)) ([]Pair, []PairFailure, error) {
 	if n < 1 {
 		return nil, nil, fmt.Errorf("need at least one pair, got %d", n)
+	}
+	what := "attempt"
+	if maxFailures < 0 {
+		what = "pair"
 	}
 	var pairs []Pair
 	var fails []PairFailure
 	for a := 0; len(pairs) < n; a++ {
 		if err := ctx.Err(); err != nil {
-			return pairs, fails, fmt.Errorf("attempt %d not run: %w", a, err)
+			return pairs, fails, fmt.Errorf("%s %d not run: %w", what, a, err)
 		}
 		var b, c Sample
 		var err error
-		side := ""
-		for _, side = range Sides(a) {
+		side, order := "", [2]string{"baseline", "candidate"}
+		if CandidateFirst(a) {
+			order = [2]string{"candidate", "baseline"}
+		}
+		for _, side = range order {
 			if side == "candidate" {
 				c, err = candidate(ctx, a)
 			} else {
@@ -162,6 +120,9 @@ func RunPairsTolerant(ctx context.Context, n, maxFailures int, baseline, candida
 			}
 		}
 		if err != nil {
+			if maxFailures < 0 {
+				return pairs, nil, fmt.Errorf("pair %d, %s run failed (not timed): %w", a, side, err)
+			}
 			f := PairFailure{Attempt: a, Side: side, Error: err.Error()}
 			fails = append(fails, f)
 			if failed != nil {

@@ -22,13 +22,13 @@ func fakeTrial(side string, secs []float64, calls *[]string, failAt int) Trial {
 	}
 }
 
-func TestRunPairs(t *testing.T) {
+func TestRunPairsStrict(t *testing.T) {
 	var calls []string
 	base := []float64{1, 2, 4, 1}
 	cand := []float64{1.1, 2, 2, 3}
 	var seen []int
-	ps, err := RunPairs(context.Background(), 4, fakeTrial("baseline", base, &calls, -1), fakeTrial("candidate", cand, &calls, -1),
-		func(p Pair) { seen = append(seen, p.Index) })
+	ps, _, err := RunPairs(context.Background(), 4, -1, fakeTrial("baseline", base, &calls, -1), fakeTrial("candidate", cand, &calls, -1),
+		func(p Pair) { seen = append(seen, p.Index) }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestRunPairsStopsAtFailure(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls []string
 			secs := []float64{1, 1, 1}
-			ps, err := RunPairs(context.Background(), 3, fakeTrial("baseline", secs, &calls, tc.baseFail), fakeTrial("candidate", secs, &calls, tc.candFail), nil)
+			ps, _, err := RunPairs(context.Background(), 3, -1, fakeTrial("baseline", secs, &calls, tc.baseFail), fakeTrial("candidate", secs, &calls, tc.candFail), nil, nil)
 			if err == nil {
 				t.Fatal("no error from a failed run")
 			}
@@ -120,7 +120,7 @@ func TestNewPairRejectsUntimed(t *testing.T) {
 }
 
 func TestRunPairsNeedsPairs(t *testing.T) {
-	if _, err := RunPairs(context.Background(), 0, nil, nil, nil); err == nil {
+	if _, _, err := RunPairs(context.Background(), 0, -1, nil, nil, nil, nil); err == nil {
 		t.Error("no error for 0 pairs")
 	}
 }
@@ -199,7 +199,7 @@ func TestRunPairsTolerant(t *testing.T) {
 	var calls []string
 	secs := []float64{1, 2, 3, 4, 5, 6}
 	var failed []PairFailure
-	ps, fails, err := RunPairsTolerant(context.Background(), 3, 2,
+	ps, fails, err := RunPairs(context.Background(), 3, 2,
 		fakeTrial("baseline", secs, &calls, -1), fakeTrial("candidate", secs, &calls, 1), nil,
 		func(f PairFailure) { failed = append(failed, f) })
 	if err != nil {
@@ -234,7 +234,7 @@ func TestRunPairsTolerantGivesUp(t *testing.T) {
 		calls = append(calls, "x")
 		return Sample{}, errors.New("refused")
 	}
-	ps, fails, err := RunPairsTolerant(context.Background(), 20, 2, always, always, nil, nil)
+	ps, fails, err := RunPairs(context.Background(), 20, 2, always, always, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "3 failed runs") {
 		t.Fatalf("error %v, want one saying 3 failed runs", err)
 	}
@@ -249,7 +249,7 @@ func TestRunPairsTolerantAborts(t *testing.T) {
 		calls = append(calls, "x")
 		return Sample{}, fmt.Errorf("pod would not go: %w", ErrAbort)
 	}
-	_, fails, err := RunPairsTolerant(context.Background(), 20, 5, abort, abort, nil, nil)
+	_, fails, err := RunPairs(context.Background(), 20, 5, abort, abort, nil, nil)
 	if !errors.Is(err, ErrAbort) || len(fails) != 1 || len(calls) != 1 {
 		t.Errorf("err %v, %d failures, %d calls; want ErrAbort after the first", err, len(fails), len(calls))
 	}

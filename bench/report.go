@@ -170,18 +170,8 @@ func (r *Report) Evaluate() {
 // floor a collision delete can reach on this machine.
 func (r *Report) plainDelete() (stock, patched float64) {
 	for _, s := range r.Startup {
-		if s.Variant.Name != "default" || s.Stats == nil {
-			continue
-		}
-		for _, p := range s.Stats.BaselinePhases {
-			if p.Name == "delete" {
-				stock = p.Seconds
-			}
-		}
-		for _, p := range s.Stats.CandidatePhases {
-			if p.Name == "delete" {
-				patched = p.Seconds
-			}
+		if s.Variant.Name == "default" && s.Stats != nil {
+			stock, patched = phaseSeconds(s.Stats.BaselinePhases, "delete"), phaseSeconds(s.Stats.CandidatePhases, "delete")
 		}
 	}
 	return stock, patched
@@ -379,9 +369,10 @@ func (r *Report) criMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | whole lifecycle | %d | **%.3f** | %s | %.3f | %.3f | | %s | %s |\n", cl.Driver, cl.Load,
 			st.Pairs, st.Ratio.Median, intervalCell(st.RatioInterval), st.Baseline.Median, st.Candidate.Median, fails, load)
 	}
-	var failed []string
+	var failed, retried []string
 	for i := range c.Cells {
 		cl := &c.Cells[i]
+		retried = append(retried, firstRetried(cl)...)
 		for _, f := range cl.Failures {
 			h := cl.Baseline
 			if f.Side == "candidate" {
@@ -393,22 +384,8 @@ func (r *Report) criMarkdown(w io.Writer) {
 			failed = append(failed, fmt.Sprintf("%s: stopped early: %s", cl.Name(), cell(cl.Error)))
 		}
 	}
-	var retried []string
-	for i := range c.Cells {
-		retried = append(retried, firstRetried(&c.Cells[i])...)
-	}
-	if len(retried) > 0 {
-		fmt.Fprintf(w, "\nCalls that failed and were retried (timed with the call that worked), the first of each cell, phase and handler:\n\n")
-		for _, r := range retried {
-			fmt.Fprintf(w, "- %s\n", r)
-		}
-	}
-	if len(failed) > 0 {
-		fmt.Fprintf(w, "\nFailed pods (not timed; each attempt was replaced by the next):\n\n")
-		for _, f := range failed {
-			fmt.Fprintf(w, "- %s\n", f)
-		}
-	}
+	list(w, "Calls that failed and were retried (timed with the call that worked), the first of each cell, phase and handler:", retried)
+	list(w, "Failed pods (not timed; each attempt was replaced by the next):", failed)
 	for _, n := range c.Notes {
 		fmt.Fprintf(w, "\n- %s\n", cell(n))
 	}
@@ -485,6 +462,17 @@ func phaseList(ps []Phase) string {
 	return strings.Join(s, "/")
 }
 
+// list writes a paragraph, then items as a markdown list; nothing without
+// items.
+func list(w io.Writer, para string, items []string) {
+	if len(items) > 0 {
+		fmt.Fprintf(w, "\n%s\n\n", para)
+		for _, it := range items {
+			fmt.Fprintf(w, "- %s\n", it)
+		}
+	}
+}
+
 // cell keeps a value on one table row.
 func cell(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
@@ -493,9 +481,4 @@ func cell(s string) string {
 		s = s[:600] + "…"
 	}
 	return s
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }

@@ -164,23 +164,7 @@ func (r *Runner) run(ctx context.Context, rt Runtime, wantOut bool, args []strin
 	return rerr.Result, out, errOut, rerr
 }
 
-func tail(path string, n int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := st.Size() - n
-	if off < 0 {
-		off = 0
-	}
-	buf := make([]byte, st.Size()-off)
-	if _, err := f.ReadAt(buf, off); err != nil {
-		return ""
-	}
-	return string(buf)
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	return string(b[max(len(b)-n, 0):])
 }

@@ -12,17 +12,6 @@ import (
 	"time"
 )
 
-// Watcher finds cgroups a run left behind. Snapshot is taken before a run;
-// Leaked lists directories that appeared since (in the benchmark's tree) and
-// any <hierarchy>/<name> for the given top-level names, and removes the
-// top-level ones (our unique names) so that runs do not pile up.
-type Watcher interface {
-	Snapshot() (map[string]bool, error)
-	Leaked(before map[string]bool, topNames ...string) ([]string, error)
-	// Top lists where <hierarchy>/<name> exists (before a run: must be none).
-	Top(name string) []string
-}
-
 // Env is what the scenarios share.
 type Env struct {
 	Runner  *Runner
@@ -34,8 +23,8 @@ type Env struct {
 	Rootfs     string
 	// RunID prefixes every container ID and cgroup name of this run.
 	RunID   string
-	Watcher Watcher // nil: no leak checks (unit tests)
-	Log     io.Writer
+	Watcher *Watch    `json:"-"`
+	Log     io.Writer `json:"-"`
 
 	mu   sync.Mutex
 	live map[string]liveSandbox // ID@root -> how to delete it
@@ -100,18 +89,15 @@ func (e *Env) rootFor(rt Runtime, scenario string) string {
 // create made. It returns the two phases.
 func (e *Env) sandbox(ctx context.Context, rt Runtime, root, bundle, id string) ([]Phase, error) {
 	e.track(rt, root, id, true)
-	// Undoing a failed create or start runs even when ctx is done.
-	undo := context.WithoutCancel(ctx)
+	var st Result
 	cr, err := e.Runner.Run(ctx, rt, e.global(root, "create", "--bundle", bundle, id)...)
-	if err != nil {
-		// create may have got far enough to leave state behind.
-		e.Runner.Run(undo, rt, e.global(root, "delete", "-force", id)...)
-		e.track(rt, root, id, false)
-		return nil, err
+	if err == nil {
+		st, err = e.Runner.Run(ctx, rt, e.global(root, "start", id)...)
 	}
-	st, err := e.Runner.Run(ctx, rt, e.global(root, "start", id)...)
 	if err != nil {
-		e.Runner.Run(undo, rt, e.global(root, "delete", "-force", id)...)
+		// create may have got far enough to leave state behind; undoing it
+		// runs even when ctx is done.
+		e.Runner.Run(context.WithoutCancel(ctx), rt, e.global(root, "delete", "-force", id)...)
 		e.track(rt, root, id, false)
 		return nil, err
 	}
@@ -135,16 +121,10 @@ func (e *Env) Lifecycle(ctx context.Context, rt Runtime, scenario, id, cgroupsPa
 	}
 	defer os.RemoveAll(bundle)
 	root := e.rootFor(rt, scenario)
-	var before map[string]bool
-	if e.Watcher != nil {
-		if top := e.Watcher.Top(id); len(top) > 0 {
-			return Sample{}, fmt.Errorf("cgroup %v exists before sandbox %s was made: not ours, not touching it", top, id)
-		}
-		var err error
-		if before, err = e.Watcher.Snapshot(); err != nil {
-			return Sample{}, err
-		}
+	if top := e.Watcher.Top(id); len(top) > 0 {
+		return Sample{}, fmt.Errorf("cgroup %v exists before sandbox %s was made: not ours, not touching it", top, id)
 	}
+	before := e.Watcher.Snapshot()
 	phases, err := e.sandbox(ctx, rt, root, bundle, id)
 	if err != nil {
 		return Sample{}, err
@@ -155,14 +135,8 @@ func (e *Env) Lifecycle(ctx context.Context, rt Runtime, scenario, id, cgroupsPa
 	}
 	e.track(rt, root, id, false)
 	phases = append(phases, Phase{Name: "delete", Seconds: del.Seconds, CPUSeconds: del.CPUSeconds})
-	if e.Watcher != nil {
-		leaked, err := e.Watcher.Leaked(before, id)
-		if err != nil {
-			return Sample{}, err
-		}
-		if len(leaked) > 0 {
-			return Sample{}, fmt.Errorf("%s left cgroups behind after delete of %s: %s", rt.Label(), id, strings.Join(leaked, ", "))
-		}
+	if leaked := e.Watcher.Leaked(before, id); len(leaked) > 0 {
+		return Sample{}, fmt.Errorf("%s left cgroups behind after delete of %s: %s", rt.Label(), id, strings.Join(leaked, ", "))
 	}
 	s := Sample{Phases: phases}
 	for _, p := range phases {
@@ -240,10 +214,10 @@ func (e *Env) Startup(ctx context.Context, v StartupVariant, pairs int) (res Sta
 	}
 	e.logf("startup %s: %d pairs of %s vs %s", v.Name, pairs, v.Candidate.Label(), v.Baseline.Label())
 	start := time.Now()
-	ps, err := RunPairs(ctx, pairs, trial(v.Baseline, "base"), trial(v.Candidate, "cand"), func(p Pair) {
+	ps, _, err := RunPairs(ctx, pairs, -1, trial(v.Baseline, "base"), trial(v.Candidate, "cand"), func(p Pair) {
 		e.logf("startup %s: pair %d/%d: ratio %.3f (%.2fs vs %.2fs), %s so far",
 			v.Name, p.Index+1, pairs, p.Ratio, p.Candidate.Seconds, p.Baseline.Seconds, time.Since(start).Round(time.Second))
-	})
+	}, nil)
 	res.Pairs = ps
 	if err != nil {
 		res.Error = err.Error()
@@ -283,16 +257,10 @@ func (e *Env) Collide(ctx context.Context, rt Runtime, id string) (CollisionRun,
 	if err := WriteBundle(bundle, e.Rootfs, ""); err != nil {
 		return run, err
 	}
-	var before map[string]bool
-	if e.Watcher != nil {
-		if top := e.Watcher.Top(id); len(top) > 0 {
-			return run, fmt.Errorf("cgroup %v exists before the collision run %s: not ours, not touching it", top, id)
-		}
-		var err error
-		if before, err = e.Watcher.Snapshot(); err != nil {
-			return run, err
-		}
+	if top := e.Watcher.Top(id); len(top) > 0 {
+		return run, fmt.Errorf("cgroup %v exists before the collision run %s: not ours, not touching it", top, id)
 	}
+	before := e.Watcher.Snapshot()
 	r1, r2 := filepath.Join(dir, "root1"), filepath.Join(dir, "root2")
 	if _, err := e.sandbox(ctx, rt, r1, bundle, id); err != nil {
 		return run, fmt.Errorf("starting the first sandbox: %w", err)
@@ -324,13 +292,7 @@ func (e *Env) Collide(ctx context.Context, rt Runtime, id string) (CollisionRun,
 	if err == nil {
 		e.track(rt, r2, id, false)
 	}
-	if e.Watcher != nil {
-		left, lerr := e.Watcher.Leaked(before, id)
-		if lerr != nil {
-			return run, lerr
-		}
-		run.Leftovers = left
-	}
+	run.Leftovers = e.Watcher.Leaked(before, id)
 	return run, nil
 }
 
@@ -355,36 +317,29 @@ type CollisionResult struct {
 func (e *Env) Collision(ctx context.Context, pairs int) (res CollisionResult) {
 	res = CollisionResult{Pairs: pairs, StockExit: map[int]int{}, PatchExit: map[int]int{}, Span: startSpan()}
 	defer res.Span.end()
-	trial := func(rt Runtime, side string, into *[]CollisionRun) Trial {
+	trial := func(rt Runtime, side string, into *[]CollisionRun, exits map[int]int) Trial {
 		return func(ctx context.Context, i int) (Sample, error) {
 			r, err := e.Collide(ctx, rt, SandboxID(e.RunID, "pause-"+side, i))
 			if err != nil {
 				return Sample{}, err
 			}
 			*into = append(*into, r)
+			exits[r.FirstDelete.Exit]++
 			return Sample{Seconds: r.FirstDelete.Seconds, CPUSeconds: r.FirstDelete.CPUSeconds}, nil
 		}
 	}
 	e.logf("collision: %d pairs, same ID in two roots, empty cgroupsPath", pairs)
 	start := time.Now()
-	ps, err := RunPairs(ctx, pairs, trial(e.Stock, "s", &res.Stock), trial(e.Patched, "p", &res.Patched), func(p Pair) {
+	ps, _, err := RunPairs(ctx, pairs, -1, trial(e.Stock, "s", &res.Stock, res.StockExit), trial(e.Patched, "p", &res.Patched, res.PatchExit), func(p Pair) {
 		last := func(runs []CollisionRun) int { return runs[len(runs)-1].FirstDelete.Exit }
 		e.logf("collision: pair %d/%d: first delete patched %.2fs (exit %d), stock %.2fs (exit %d), %s so far",
 			p.Index+1, pairs, p.Candidate.Seconds, last(res.Patched), p.Baseline.Seconds, last(res.Stock), time.Since(start).Round(time.Second))
-	})
+	}, nil)
 	if err != nil {
 		res.Error = err.Error()
 	}
-	for _, r := range res.Stock {
-		res.StockExit[r.FirstDelete.Exit]++
-	}
-	for _, r := range res.Patched {
-		res.PatchExit[r.FirstDelete.Exit]++
-	}
-	if len(ps) > 0 {
-		if st, err := Stats(ps); err == nil {
-			res.Ratio, res.StockSec, res.PatchSec = &st.Ratio, &st.Baseline, &st.Candidate
-		}
+	if st, err := Stats(ps); err == nil {
+		res.Ratio, res.StockSec, res.PatchSec = &st.Ratio, &st.Baseline, &st.Candidate
 	}
 	if res.PatchSec != nil {
 		e.logf("collision: first delete median stock %.3fs (exits %v), patched %.3fs (exits %v)", res.StockSec.Median, res.StockExit, res.PatchSec.Median, res.PatchExit)
@@ -424,13 +379,7 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 			os.RemoveAll(b)
 		}
 	}()
-	var before map[string]bool
-	if e.Watcher != nil {
-		var err error
-		if before, err = e.Watcher.Snapshot(); err != nil {
-			return run, err
-		}
-	}
+	before := e.Watcher.Snapshot()
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -440,9 +389,7 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 		start   time.Time
 	)
 	for i := range ids {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+		wg.Go(func() {
 			<-gate
 			ph, err := e.sandbox(ctx, rt, root, bundles[i], ids[i])
 			mu.Lock()
@@ -459,7 +406,7 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 			if k := len(lat) + run.Failures; n >= 8 && k%(n/4) == 0 && k < n {
 				e.logf("parallel: %s N=%d: %d of %d done (%d failed), %s so far", rt.Label(), n, k, n, run.Failures, time.Since(start).Round(time.Second))
 			}
-		}(i)
+		})
 	}
 	start = time.Now()
 	close(gate)
@@ -479,9 +426,7 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 		if !created[i] {
 			continue
 		}
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+		wg.Go(func() {
 			_, err := e.Runner.Run(ctx, rt, e.global(root, "delete", "-force", ids[i])...)
 			mu.Lock()
 			defer mu.Unlock()
@@ -493,17 +438,11 @@ func (e *Env) Batch(ctx context.Context, rt Runtime, n int, tag string) (BatchRu
 				return
 			}
 			e.track(rt, root, ids[i], false)
-		}(i)
+		})
 	}
 	wg.Wait()
 	run.DeleteSeconds = time.Since(start).Seconds()
-	if e.Watcher != nil {
-		left, err := e.Watcher.Leaked(before, ids...)
-		if err != nil {
-			return run, err
-		}
-		run.Leaked = left
-	}
+	run.Leaked = e.Watcher.Leaked(before, ids...)
 	return run, nil
 }
 

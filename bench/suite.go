@@ -219,7 +219,7 @@ func (s *Suite) Markdown(w io.Writer) {
 
 // Markdown writes one section: where and how long it ran, then its report.
 func (sec *Section) Markdown(w io.Writer) {
-	took := seconds(sec.Seconds).Round(time.Second).String()
+	took := time.Duration(sec.Seconds * float64(time.Second)).Round(time.Second).String()
 	if sec.BootSeconds > 0 {
 		took += fmt.Sprintf(" (boot %.0f s)", sec.BootSeconds)
 	}
@@ -229,12 +229,7 @@ func (sec *Section) Markdown(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	if sec.HostLoad != nil && sec.HostLoad.Contended && sec.Report != nil {
-		if lines := sec.HostLoad.During(sec.Report.Spans()); len(lines) > 0 {
-			fmt.Fprintf(w, "\nAnother QEMU VM, scenario by scenario (times of the machine that measured):\n\n")
-			for _, l := range lines {
-				fmt.Fprintf(w, "- %s\n", l)
-			}
-		}
+		list(w, "Another QEMU VM, scenario by scenario (times of the machine that measured):", sec.HostLoad.During(sec.Report.Spans()))
 	}
 	if sec.Report != nil && sec.Report.Command != "" {
 		fmt.Fprintf(w, "\ncgbench ran as `%s`.\n", sec.Report.Command)
@@ -262,5 +257,3 @@ func ConformanceMarkdown(w io.Writer, walls []ConformanceWall) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | `%s` |\n", c.Mode, secs, results, cell(strings.TrimSpace(c.Status+" "+c.Note)), c.Source)
 	}
 }
-
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -2,17 +2,16 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -95,24 +94,20 @@ func suiteMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "cgbench suite: unexpected arguments %q; see -help\n", fs.Args())
 		return 2
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(os.Stderr, "cgbench suite: %v\n", err)
-		return 1
-	}
 	if os.Geteuid() != 0 {
-		return fail(errors.New("needs root (runsc, cgroups and the VM's disks): run it as root, e.g. sudo make bench"))
+		return failed("cgbench suite", errors.New("needs root (runsc, cgroups and the VM's disks): run it as root, e.g. sudo make bench"))
 	}
 	kvm, err := vmrun.UseKVM(*accel)
 	if err != nil {
-		return fail(err)
+		return failed("cgbench suite", err)
 	}
 	outDir, err := filepath.Abs(*out)
 	if err != nil {
-		return fail(err)
+		return failed("cgbench suite", err)
 	}
 	for _, p := range []*string{stock, patched, cache} {
 		if *p, err = filepath.Abs(*p); err != nil {
-			return fail(err)
+			return failed("cgbench suite", err)
 		}
 	}
 	// Every section measures the same two files, even if make runsc
@@ -120,19 +115,14 @@ func suiteMain(args []string) int {
 	for _, b := range []*string{stock, patched} {
 		cp := filepath.Join(outDir, "bin", filepath.Base(*b))
 		if err := copyExec(*b, cp); err != nil {
-			return fail(fmt.Errorf("copying %s for the run (build both with make runsc): %w", *b, err))
+			return failed("cgbench suite", fmt.Errorf("copying %s for the run (build both with make runsc): %w", *b, err))
 		}
 		if st, err := os.ReadFile(*b + ".stamp"); err == nil {
 			os.WriteFile(cp+".stamp", st, 0o644)
 		}
 		*b = cp
 	}
-	var modes []string
-	for _, m := range strings.Split(*vms, ",") {
-		if m = strings.TrimSpace(m); m != "" {
-			modes = append(modes, m)
-		}
-	}
+	modes := splitList(*vms)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -149,12 +139,12 @@ func suiteMain(args []string) int {
 		step++
 		dir := filepath.Join(outDir, "host")
 		logf("this host: cgbench %s -out %s", *hostArgs, dir)
-		sampler := startSampler(*every)
+		stopSampler := startSampler(*every)
 		start := time.Now()
 		code := measureMain(append(strings.Fields(*hostArgs), "-out", dir, "-stock", *stock, "-patched", *patched,
 			"-conformance-report=", "-matrix-report="))
 		sec := Section{Name: "host", Title: "This host", Dir: dir, Exit: code, Seconds: time.Since(start).Seconds(),
-			HostLoad: sampler.stop(runtime.NumCPU())}
+			HostLoad: stopSampler(runtime.NumCPU())}
 		sec.Report, sec.Problem = readReport(filepath.Join(dir, "report.json"))
 		if r := sec.Report; r != nil {
 			sec.Title = fmt.Sprintf("This host (%s)", r.Machine.CgroupMode)
@@ -170,7 +160,7 @@ func suiteMain(args []string) int {
 		}
 		args, limit, err := vmDefaults(mode, *vmArgs, *vmTimeout)
 		if err != nil {
-			return fail(err)
+			return failed("cgbench suite", err)
 		}
 		o := vmbench.Options{
 			Mode: mode, CacheDir: *cache, KernelPkg: *kernelPkg, Dir: filepath.Join(outDir, "vm-"+mode),
@@ -179,7 +169,7 @@ func suiteMain(args []string) int {
 		}
 		if m, _ := vmimage.ModeByName(mode); m.Base == vmimage.BaseSystemd {
 			if o.Clients, err = clientBins(*clientsDir); err != nil {
-				return fail(err)
+				return failed("cgbench suite", err)
 			}
 		}
 		s.Sections = append(s.Sections, runVM(ctx, o, *every, logf))
@@ -190,11 +180,15 @@ func suiteMain(args []string) int {
 	s.Conformance = ConformanceWalls(*hostReport, *matrixReport)
 	s.Finished = time.Now().UTC()
 	s.Evaluate()
-	if err := writeSuite(s, outDir, *docs); err != nil {
-		return fail(err)
+	md := markdown(fmt.Sprintf("# cgbench: runsc-patched vs runsc-stock, per host mode\n\nReproduce: `make bench` (`%s`), as root.\n\n", s.Command), s.Markdown)
+	err = writeOut(outDir, s, md)
+	if err == nil && *docs != "" {
+		err = updateSuiteDocs(s, *docs)
 	}
-	md, _ := os.ReadFile(filepath.Join(outDir, "report.md"))
-	os.Stdout.Write(md)
+	if err != nil {
+		return failed("cgbench suite", err)
+	}
+	os.Stdout.WriteString(md)
 	if bad := s.Failures(); len(bad) > 0 {
 		fmt.Fprintf(os.Stderr, "cgbench suite: %d failure(s), see %s/report.md:\n  %s\n", len(bad), outDir, strings.Join(bad, "\n  "))
 		return 1
@@ -214,11 +208,11 @@ func runVM(ctx context.Context, o vmbench.Options, every time.Duration, logf fun
 	}
 	o.Cgbench = exe
 	logf("%s VM: cgbench %s", o.Mode, strings.Join(o.Args, " "))
-	sampler := startSampler(every)
+	stopSampler := startSampler(every)
 	start := time.Now()
 	res, err := vmbench.Run(ctx, o)
 	sec.Seconds = time.Since(start).Seconds()
-	sec.HostLoad = sampler.stop(runtime.NumCPU())
+	sec.HostLoad = stopSampler(runtime.NumCPU())
 	if err != nil {
 		sec.Problem = err.Error()
 		logf("%s VM: %v", o.Mode, err)
@@ -264,29 +258,6 @@ func readReport(path string) (*Report, string) {
 	return r, ""
 }
 
-func writeSuite(s *Suite, outDir, docs string) error {
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(outDir, "report.json"), data, 0o644); err != nil {
-		return err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# cgbench: runsc-patched vs runsc-stock, per host mode\n\nReproduce: `make bench` (`%s`), as root.\n\n", s.Command)
-	s.Markdown(&b)
-	if err := os.WriteFile(filepath.Join(outDir, "report.md"), []byte(b.String()), 0o644); err != nil {
-		return err
-	}
-	if docs != "" {
-		return updateSuiteDocs(s, docs)
-	}
-	return nil
-}
-
 // updateSuiteDocs replaces each section's marked part of the docs, and the
 // conformance part.
 func updateSuiteDocs(s *Suite, path string) error {
@@ -295,105 +266,60 @@ func updateSuiteDocs(s *Suite, path string) error {
 		if sec.Report == nil && sec.Problem == "" {
 			continue
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "Reproduce with `make bench` (`%s`), as root.\n\n", s.Command)
-		sec.Markdown(&b)
-		if err := replaceMarked(path, sec.Name, b.String()); err != nil {
+		if err := replaceMarked(path, sec.Name, markdown(fmt.Sprintf("Reproduce with `make bench` (`%s`), as root.\n\n", s.Command), sec.Markdown)); err != nil {
 			return err
 		}
 	}
-	var b strings.Builder
-	ConformanceMarkdown(&b, s.Conformance)
-	return replaceMarked(path, "conformance", b.String())
+	return replaceMarked(path, "conformance", markdown("", func(w io.Writer) { ConformanceMarkdown(w, s.Conformance) }))
 }
 
-// loadSampler looks at the build machine every so often while a section
-// runs: its load average and the QEMU processes that are not ours.
-type loadSampler struct {
-	every   time.Duration
-	mu      sync.Mutex
-	samples []LoadSample
-	quit    chan struct{}
-	done    chan struct{}
-}
-
-func startSampler(every time.Duration) *loadSampler {
-	s := &loadSampler{every: every, quit: make(chan struct{}), done: make(chan struct{})}
+// startSampler looks at the build machine every so often while a section
+// runs: its load average and the QEMU processes that are not ours. stop
+// ends it, takes a last sample and sums them up (only the sampling
+// goroutine appends until stop has waited for it).
+func startSampler(every time.Duration) (stop func(nproc int) *HostLoad) {
+	var samples []LoadSample
+	take := func() {
+		sample := LoadSample{At: time.Now().UTC(), OtherQEMU: otherQEMU(proc.All(), os.Getpid())}
+		if f := strings.Fields(loadavg()); len(f) > 0 {
+			sample.Load1, _ = strconv.ParseFloat(f[0], 64)
+		}
+		samples = append(samples, sample)
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
-		defer close(s.done)
+		defer close(done)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			s.take()
+			take()
 			select {
 			case <-t.C:
-			case <-s.quit:
+			case <-quit:
 				return
 			}
 		}
 	}()
-	return s
-}
-
-func (s *loadSampler) take() {
-	sample := LoadSample{At: time.Now().UTC(), OtherQEMU: otherQEMU(os.Getpid())}
-	if f := strings.Fields(loadavg()); len(f) > 0 {
-		sample.Load1, _ = strconv.ParseFloat(f[0], 64)
+	return func(nproc int) *HostLoad {
+		close(quit)
+		<-done
+		take()
+		h, err := SummarizeLoad(samples, every, nproc)
+		if err != nil {
+			return nil
+		}
+		return h
 	}
-	s.mu.Lock()
-	s.samples = append(s.samples, sample)
-	s.mu.Unlock()
-}
-
-// stop takes a last sample and sums them up.
-func (s *loadSampler) stop(nproc int) *HostLoad {
-	close(s.quit)
-	<-s.done
-	s.take()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, err := SummarizeLoad(s.samples, s.every, nproc)
-	if err != nil {
-		return nil
-	}
-	return h
 }
 
 // otherQEMU counts the qemu-system processes whose parent is not self: the
 // VMs of other runs on this machine.
-func otherQEMU(self int) int { return countOtherQEMU("/proc", self) }
-
-// countOtherQEMU is otherQEMU over a /proc-like folder.
-func countOtherQEMU(root string, self int) int {
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		return 0
-	}
+func otherQEMU(all []proc.Stat, self int) int {
 	n := 0
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join(root, e.Name(), "comm"))
-		if err != nil || !strings.HasPrefix(string(comm), "qemu-system") {
-			continue
-		}
-		if ppid(root, e.Name()) != self {
+	for _, p := range all {
+		if strings.HasPrefix(p.Comm, "qemu-system") && p.PPID != self {
 			n++
 		}
 	}
 	return n
-}
-
-// ppid reads the parent PID from root/PID/stat (-1 if unreadable).
-func ppid(root, pid string) int {
-	data, err := os.ReadFile(filepath.Join(root, pid, "stat"))
-	if err != nil {
-		return -1
-	}
-	s, err := proc.ParseStat(string(data))
-	if err != nil {
-		return -1
-	}
-	return s.PPID
 }

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 )
 
 // Target states.
@@ -37,17 +39,12 @@ const (
 	MaxCRIStopRatio = 1.10
 )
 
-// startupLimit is the ratio a create+start+delete variant must stay under.
-func startupLimit(variant string) float64 {
-	if variant == "default" {
-		return MaxDefaultRatio
-	}
-	return MaxStartupRatio
-}
-
 // StartupTarget judges one create+start+delete variant.
 func StartupTarget(r StartupResult) Target {
-	limit := startupLimit(r.Variant.Name)
+	limit := MaxStartupRatio
+	if r.Variant.Name == "default" {
+		limit = MaxDefaultRatio
+	}
 	t := Target{Name: "create+start+delete, " + r.Variant.Name, Goal: fmt.Sprintf("patched/stock median ≤ %.2f", limit)}
 	switch {
 	case r.Skipped != "":
@@ -87,7 +84,8 @@ func CollisionTarget(r CollisionResult, plainStock, plainPatched float64) Target
 	t.Measured = fmt.Sprintf("median %.3fs, exits %s", r.PatchSec.Median, exitList(r.PatchExit))
 	var why []string
 	if bad > 0 {
-		why = append(why, fmt.Sprintf("%d of %d first deletes failed: %s", bad, len(r.Patched), firstFailure(r.Patched)))
+		_, first := failedRun(r.Patched)
+		why = append(why, fmt.Sprintf("%d of %d first deletes failed: %s", bad, len(r.Patched), first))
 	}
 	if r.PatchSec.Median >= MaxCollisionDelete {
 		w := fmt.Sprintf("median %.3fs ≥ %.1fs", r.PatchSec.Median, MaxCollisionDelete)
@@ -99,12 +97,15 @@ func CollisionTarget(r CollisionResult, plainStock, plainPatched float64) Target
 	if r.Error != "" {
 		why = append(why, "run stopped early: "+r.Error)
 	}
-	if len(why) == 0 {
-		t.Status = Met
-		return t
+	return t.judged(why)
+}
+
+// judged is t met, or missed for the reasons in why.
+func (t Target) judged(why []string) Target {
+	t.Status, t.Why = Met, strings.Join(why, "; ")
+	if len(why) > 0 {
+		t.Status = Missed
 	}
-	t.Status = Missed
-	t.Why = joinWhy(why)
 	return t
 }
 
@@ -160,39 +161,20 @@ func ParallelTarget(r ParallelResult) Target {
 	if r.Note != "" {
 		why = append(why, r.Note)
 	}
-	switch {
-	case len(why) == 0:
-		t.Status = Met
-	case r.Note != "" && len(why) == 1:
+	if r.Note != "" && len(why) == 1 {
 		// Measured, but not in the mode the target is about.
-		t.Status = NotMeasured
-		t.Why = r.Note
-	default:
-		t.Status = Missed
-		t.Why = joinWhy(why)
+		t.Status, t.Why = NotMeasured, r.Note
+		return t
 	}
-	return t
+	return t.judged(why)
 }
 
 func exitList(m map[int]int) string {
-	var codes []int
-	for c := range m {
-		codes = append(codes, c)
+	var s []string
+	for _, c := range slices.Sorted(maps.Keys(m)) {
+		s = append(s, fmt.Sprintf("%d×%d", m[c], c))
 	}
-	sort.Ints(codes)
-	s := ""
-	for i, c := range codes {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%d×%d", m[c], c)
-	}
-	return s
-}
-
-func firstFailure(runs []CollisionRun) string {
-	_, msg := failedRun(runs)
-	return msg
+	return strings.Join(s, ", ")
 }
 
 // failedRun is the first run whose first delete failed: its ID and what
@@ -200,21 +182,11 @@ func firstFailure(runs []CollisionRun) string {
 func failedRun(runs []CollisionRun) (id, msg string) {
 	for _, r := range runs {
 		if r.FirstDelete.Exit != 0 {
-			return r.ID, fmt.Sprintf("exit %d after %.2fs: %s", r.FirstDelete.Exit, r.FirstDelete.Seconds, lastLine(r.FirstDelete.Stderr))
+			last := strings.TrimSpace(r.FirstDelete.Stderr)
+			return r.ID, fmt.Sprintf("exit %d after %.2fs: %s", r.FirstDelete.Exit, r.FirstDelete.Seconds, last[strings.LastIndexByte(last, '\n')+1:])
 		}
 	}
 	return "", ""
-}
-
-func joinWhy(parts []string) string {
-	s := ""
-	for i, p := range parts {
-		if i > 0 {
-			s += "; "
-		}
-		s += p
-	}
-	return s
 }
 
 // CRIStopTarget judges one CRI cell: StopPodSandbox, patched against stock
@@ -260,10 +232,5 @@ func CRIStopTarget(c CRICell) Target {
 	if c.Error != "" && pr != nil {
 		why = append(why, "stopped early: "+c.Error)
 	}
-	if len(why) == 0 {
-		t.Status = Met
-		return t
-	}
-	t.Status, t.Why = Missed, joinWhy(why)
-	return t
+	return t.judged(why)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 	"github.com/runsc-cgroups/cgconform/ci/vmrun"
+	"github.com/runsc-cgroups/cgconform/clients"
 )
 
 // Options says what runs in which VM.
@@ -85,7 +86,7 @@ func Command(args []string) string {
 		"-busybox", vmBusybox, "-conformance-report=", "-matrix-report=", "-throwaway")
 	var q []string
 	for _, a := range full {
-		q = append(q, shellQuote(a))
+		q = append(q, clients.ShellQuote(a))
 	}
 	return "# cgbench in a throw-away VM, written by bench/vmbench.\n" +
 		"cd /run/cgm || exit 1\n" +
@@ -105,14 +106,6 @@ func WithBudget(args []string, limit time.Duration) []string {
 	}
 	margin := min(10*time.Minute, limit/3)
 	return append(append([]string(nil), args...), "-budget", (limit - margin).String())
-}
-
-// shellQuote quotes s for sh, in single quotes unless it is plainly safe.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=/.,:+") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // CheckStatic fails unless path is a statically linked ELF executable: the
@@ -182,10 +175,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	return boot(ctx, o, mode, kernel, base, logf)
-}
-
-func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, base string, logf func(string, ...any)) (*Result, error) {
 	p := vmimage.Payload{
 		Bins:    map[string]string{"cgbench": o.Cgbench, "runsc-stock": o.Stock, "runsc-patched": o.Patched},
 		Command: Command(WithBudget(o.Args, o.Timeout)),
@@ -221,27 +210,27 @@ func boot(ctx context.Context, o Options, mode vmimage.Mode, kernel, base string
 	}
 	res := &Result{Exit: -1, Where: fmt.Sprintf("%s VM, mode %s, %d vCPUs, %d MiB, kernel %s", accel, o.Mode, vm.CPUs, vm.MemoryMiB, filepath.Base(filepath.Dir(kernel)))}
 	logf("booting: %s, time limit %s; console in %s", res.Where, o.Timeout, vm.ConsoleLog)
-	b, err := vmimage.Boot(ctx, vm, mode, base, "", staged, o.Dir)
+	booted, err := vmimage.Boot(ctx, vm, mode, base, "", staged, o.Dir)
 	if err != nil {
 		return nil, err
 	}
-	run := b.Run
+	run := booted.Run
 	if run != nil {
 		res.Boot, res.Wall = run.Boot, run.Wall
 	}
 	switch {
-	case b.RunErr != nil:
-		res.Problem = b.RunErr.Error()
+	case booted.RunErr != nil:
+		res.Problem = booted.RunErr.Error()
 		return res, nil
-	case b.CollectErr != nil:
-		res.Problem = run.Stopped(o.Timeout) + "; " + run.ConsoleTail() + b.CollectErr.Error()
+	case booted.CollectErr != nil:
+		res.Problem = run.Stopped(o.Timeout) + "; " + run.ConsoleTail() + booted.CollectErr.Error()
 		return res, nil
 	}
-	if err := vmrun.WriteFiles(o.Dir, b.Files); err != nil {
+	if err := vmrun.WriteFiles(o.Dir, booted.Files); err != nil {
 		return nil, fmt.Errorf("saving the VM's results in %s: %w", o.Dir, err)
 	}
-	res.Exit = b.Exit
-	res.Report = b.Files["report.json"]
+	res.Exit = booted.Exit
+	res.Report = booted.Files["report.json"]
 	switch {
 	case res.Report == nil:
 		res.Problem = fmt.Sprintf("the VM sent its results without report.json (cgbench exit %d); see %s and %s", res.Exit, filepath.Join(o.Dir, "cgbench.md"), vm.ConsoleLog)
