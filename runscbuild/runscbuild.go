@@ -18,11 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 )
@@ -46,6 +46,12 @@ type Config struct {
 	WorkDir  string // ignored folder for source trees
 	BinDir   string // where runsc-stock and runsc-patched go
 	Log      io.Writer
+}
+
+// DefaultConfig is the project's layout under root: work/ and bin/, the
+// log on stderr.
+func DefaultConfig(root string) Config {
+	return Config{RepoRoot: root, WorkDir: filepath.Join(root, "work"), BinDir: filepath.Join(root, "bin"), Log: os.Stderr}
 }
 
 // ResolveModule asks the go command for the pinned gVisor module, downloading
@@ -104,22 +110,13 @@ func PrepareTree(m Module, dst string, patches []Patch, log io.Writer) error {
 		return fmt.Errorf("copying %s to %s: %w", m.Dir, dst, err)
 	}
 	g := git{dir: dst}
-	for _, args := range [][]string{
-		{"init", "-q"},
-		{"add", "-A"},
-		{"commit", "-q", "--no-verify", "-m", "pristine " + ModulePath + "@" + m.Version},
-	} {
-		if _, err := g.run(args...); err != nil {
-			return err
-		}
+	if _, err := g.run("init", "-q"); err != nil {
+		return err
 	}
-	for i, p := range patches {
-		fmt.Fprintf(log, "runscbuild: applying %d/%d %s\n", i+1, len(patches), p.Name)
-		if err := g.am(p); err != nil {
-			return err
-		}
+	if err := g.commitAll("pristine " + ModulePath + "@" + m.Version); err != nil {
+		return err
 	}
-	return nil
+	return g.amAll(patches, log, g.am)
 }
 
 type git struct{ dir string }
@@ -142,6 +139,26 @@ func (g git) run(args ...string) (string, error) {
 		return string(out), fmt.Errorf("git %s in %s: %w: %s", strings.Join(args, " "), g.dir, err, strings.TrimSpace(string(out)))
 	}
 	return string(out), nil
+}
+
+// commitAll commits the whole work tree as it is.
+func (g git) commitAll(msg string) error {
+	if _, err := g.run("add", "-A"); err != nil {
+		return err
+	}
+	_, err := g.run("commit", "-q", "--no-verify", "-m", msg)
+	return err
+}
+
+// amAll applies patches in order with apply, saying which.
+func (g git) amAll(patches []Patch, log io.Writer, apply func(Patch) error) error {
+	for i, p := range patches {
+		fmt.Fprintf(log, "runscbuild: applying %d/%d %s\n", i+1, len(patches), p.Name)
+		if err := apply(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // am applies one patch as a commit. On failure it aborts the am session and
@@ -212,20 +229,22 @@ func failingHunk(applyOutput string) string {
 	return ""
 }
 
+// Go runs the go command in dir with CGO_ENABLED=0, its output to log.
+func Go(dir string, log io.Writer, args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = log, log
+	return cmd
+}
+
 // Build compiles ./runsc in tree into out, statically, with version stamped.
 func Build(tree, out, version string, log io.Writer) error {
 	abs, err := filepath.Abs(out)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("go", "build", "-buildvcs=false", "-trimpath",
-		"-ldflags", "-X gvisor.dev/gvisor/runsc/version.version="+version,
-		"-o", abs, "./runsc")
-	cmd.Dir = tree
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stdout = log
-	cmd.Stderr = log
-	if err := cmd.Run(); err != nil {
+	if err := Go(tree, log, "build", "-buildvcs=false", "-trimpath", "-ldflags", "-X gvisor.dev/gvisor/runsc/version.version="+version, "-o", abs, "./runsc").Run(); err != nil {
 		return fmt.Errorf("building runsc in %s: %w", tree, err)
 	}
 	return nil
@@ -254,12 +273,7 @@ func TestPackages(tree string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("looking for tests in %s: %w", tree, err)
 	}
-	pkgs := make([]string, 0, len(set))
-	for p := range set {
-		pkgs = append(pkgs, p)
-	}
-	sort.Strings(pkgs)
-	return pkgs, nil
+	return slices.Sorted(maps.Keys(set)), nil
 }
 
 // ChangedPackages lists the packages whose Go files the series changed in
@@ -278,12 +292,7 @@ func ChangedPackages(tree string) ([]string, error) {
 	for _, f := range strings.Fields(out) {
 		set["./"+filepath.ToSlash(filepath.Dir(f))] = true
 	}
-	pkgs := make([]string, 0, len(set))
-	for p := range set {
-		pkgs = append(pkgs, p)
-	}
-	sort.Strings(pkgs)
-	return pkgs, nil
+	return slices.Sorted(maps.Keys(set)), nil
 }
 
 // Lock serializes builds that share workDir (several make runs, or a helper
@@ -370,36 +379,43 @@ func RuntimeFlavor(s *Series, runtime string) (Flavor, bool) {
 // build (the gVisor version and each patch file's sha256) for the matrix
 // report.
 func Ensure(c Config, m Module, f Flavor) (string, error) {
+	bin := filepath.Join(c.BinDir, "runsc-"+f.Name)
+	tree := filepath.Join(c.WorkDir, "gvisor-"+f.Name)
+	_, err := ensure(c, m, f, bin, func() bool {
+		_, err := os.Stat(tree)
+		return err == nil
+	}, func(version string) error {
+		fmt.Fprintf(c.Log, "runscbuild: preparing %s from %s@%s with %d patches\n", tree, ModulePath, m.Version, len(f.Patches))
+		if err := PrepareTree(m, tree, f.Patches, c.Log); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.Log, "runscbuild: building %s (about 2 minutes on 2 cores when cold)\n", bin)
+		return Build(tree, bin, version, c.Log)
+	})
+	return tree, err
+}
+
+// ensure builds bin with build unless its stamp says bin is up to date and
+// have (when set) says the rest is there; then it stamps bin.
+func ensure(c Config, m Module, f Flavor, bin string, have func() bool, build func(version string) error) (string, error) {
 	b, err := BuildOf(m, f.Patches)
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(c.BinDir, "runsc-"+f.Name)
 	stampPath := bin + ".stamp"
-	tree := filepath.Join(c.WorkDir, "gvisor-"+f.Name)
 	want := stampFor(b)
-	if upToDate(bin, stampPath, want) {
-		if _, err := os.Stat(tree); err == nil {
-			fmt.Fprintf(c.Log, "runscbuild: %s is up to date (%s)\n", bin, VersionString(m, b.Digest))
-			return tree, nil
-		}
-	}
-	fmt.Fprintf(c.Log, "runscbuild: preparing %s from %s@%s with %d patches\n", tree, ModulePath, m.Version, len(f.Patches))
-	if err := PrepareTree(m, tree, f.Patches, c.Log); err != nil {
-		return "", err
+	if upToDate(bin, stampPath, want) && (have == nil || have()) {
+		fmt.Fprintf(c.Log, "runscbuild: %s is up to date (%s)\n", bin, VersionString(m, b.Digest))
+		return bin, nil
 	}
 	if err := os.MkdirAll(c.BinDir, 0o755); err != nil {
 		return "", err
 	}
 	_ = os.Remove(stampPath)
-	fmt.Fprintf(c.Log, "runscbuild: building %s (about 2 minutes on 2 cores when cold)\n", bin)
-	if err := Build(tree, bin, VersionString(m, b.Digest), c.Log); err != nil {
+	if err := build(VersionString(m, b.Digest)); err != nil {
 		return "", err
 	}
-	if err := writeStamp(bin, stampPath, want); err != nil {
-		return "", err
-	}
-	return tree, nil
+	return bin, writeStamp(bin, stampPath, want)
 }
 
 // CopyTree copies a module's regular-file tree, leaving out the folders

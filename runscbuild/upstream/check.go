@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"go/parser"
@@ -630,12 +629,8 @@ func goPackages(cs []change) []string {
 func patchRefs(patches []runscbuild.Patch) []PatchRef {
 	var out []PatchRef
 	for _, p := range patches {
-		ref := PatchRef{Name: p.Name}
-		if data, err := os.ReadFile(p.Path); err == nil {
-			sum := sha256.Sum256(data)
-			ref.SHA256 = hex.EncodeToString(sum[:])
-		}
-		out = append(out, ref)
+		sum, _ := runscbuild.FileSHA256(p.Path)
+		out = append(out, PatchRef{Name: p.Name, SHA256: sum})
 	}
 	return out
 }
@@ -753,7 +748,13 @@ func readMutationLists(s *runscbuild.Series) (map[string]*mutationList, error) {
 		}
 		sum := sha256.Sum256(data)
 		l := &mutationList{name: name, sha256: hex.EncodeToString(sum[:]), mutations: ms, blocks: len(ms)}
-		for _, e := range unjoin(err) {
+		var errs []error // ParseMutations' errors.Join, one a block
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap()
+		} else if err != nil {
+			errs = []error{err}
+		}
+		for _, e := range errs {
 			var me *runscbuild.MutationError
 			if !errors.As(e, &me) {
 				return nil, e
@@ -766,17 +767,6 @@ func readMutationLists(s *runscbuild.Series) (map[string]*mutationList, error) {
 		out[pr.Name] = l
 	}
 	return out, nil
-}
-
-// unjoin splits an errors.Join error into its errors.
-func unjoin(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 // apply checks out base in dir (on branch, or detached when branch is "")
@@ -842,10 +832,7 @@ func (k *checker) goSteps(label string, r *Result) {
 	if len(r.Packages) == 0 {
 		return
 	}
-	var pkgs []string
-	for _, p := range r.Packages {
-		pkgs = append(pkgs, "./"+p)
-	}
+	pkgs := dotSlash(r.Packages)
 	r.Vet = timed("vet "+strings.Join(pkgs, " "), func() Step { return k.vet(pkgs) })
 	if !r.Vet.OK {
 		k.detail(label, "go vet", r.Vet.Detail)
@@ -966,12 +953,6 @@ func ownTest(cs []change) Step {
 		n = "1 test file"
 	}
 	return Step{Ran: true, OK: true, Note: n}
-}
-
-// marshalIndent is json.MarshalIndent with a final newline.
-func marshalIndent(v any) ([]byte, error) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	return append(b, '\n'), err
 }
 
 // missingBlobs lists the files of commit whose blobs are not in the object
@@ -1135,15 +1116,11 @@ func snapshot(s *runscbuild.Series, dir string) (*runscbuild.Series, error) {
 	for _, pr := range s.All() {
 		pr.Patches = slices.Clone(pr.Patches)
 		for i, p := range pr.Patches {
-			data, err := os.ReadFile(p.Path)
-			if err != nil {
-				return nil, err
-			}
 			dst := filepath.Join(dir, filepath.FromSlash(p.Name))
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 				return nil, err
 			}
-			if err := os.WriteFile(dst, data, 0o644); err != nil {
+			if err := runscbuild.CopyFile(p.Path, dst, 0o644); err != nil {
 				return nil, err
 			}
 			pr.Patches[i].Path = dst

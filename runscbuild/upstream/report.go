@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,15 +51,13 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString("| PR | check | patches applied (sha256) | master: am / gofmt / BUILD / own test | go: am / build / vet / test | seconds | verdict |\n|---|---|---|---|---|---|---|\n")
 	for _, v := range r.Verdicts {
-		rows := []struct {
+		type row struct {
 			kind string
 			res  Result
-		}{{"alone", v.Alone}}
+		}
+		rows := []row{{"alone", v.Alone}}
 		if v.InOrder != nil {
-			rows = append(rows, struct {
-				kind string
-				res  Result
-			}{"in order", *v.InOrder})
+			rows = append(rows, row{"in order", *v.InOrder})
 		} else if v.SameAsAlone {
 			rows[0].kind = "alone = in order"
 		}
@@ -89,20 +88,18 @@ func (r *Report) Markdown() string {
 	return b.String()
 }
 
-func cell(s Step) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s.word(), "|", "\\|"), "\n", " ")
-}
+func cell(s Step) string { return esc(s.word()) }
 
 // WriteFiles writes report.json and report.md into dir.
 func (r *Report) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	js, err := marshalIndent(r)
+	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), js, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644)

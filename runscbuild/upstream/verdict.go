@@ -30,6 +30,9 @@ type Step struct {
 	Detail string `json:"-"`              // long, printed above the verdicts: the tool's output
 }
 
+// errStep is a step that failed with err.
+func errStep(err error) Step { return Step{Ran: true, Note: err.Error(), Detail: err.Error()} }
+
 func (s Step) word() string {
 	switch {
 	case !s.Ran:
