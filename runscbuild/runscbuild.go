@@ -119,27 +119,31 @@ func PrepareTree(m Module, dst string, patches []Patch, log io.Writer) error {
 	return g.amAll(patches, log, g.am)
 }
 
-type git struct{ dir string }
-
-func (g git) command(args ...string) *exec.Cmd {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = g.dir
-	// A fixed identity: the work tree is throwaway, and CI machines have no
-	// git config.
-	cmd.Env = append(os.Environ(),
-		"GIT_AUTHOR_NAME=runscbuild", "GIT_AUTHOR_EMAIL=runscbuild@localhost",
-		"GIT_COMMITTER_NAME=runscbuild", "GIT_COMMITTER_EMAIL=runscbuild@localhost",
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	return cmd
-}
-
-func (g git) run(args ...string) (string, error) {
-	out, err := g.command(args...).CombinedOutput()
+// Run runs name with args in dir, env added to ours, and returns its
+// output, stdout and stderr together; its error names the command and
+// ends with the output.
+func Run(dir string, env []string, name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return string(out), fmt.Errorf("git %s in %s: %w: %s", strings.Join(args, " "), g.dir, err, strings.TrimSpace(string(out)))
+		return string(out), fmt.Errorf("%s %s in %s: %w\n%s", name, strings.Join(args, " "), dir, err, strings.TrimSpace(string(out)))
 	}
 	return string(out), nil
 }
+
+type git struct{ dir string }
+
+// gitIdentity is a fixed one: the work tree is throwaway, and CI machines
+// have no git config.
+var gitIdentity = []string{
+	"GIT_AUTHOR_NAME=runscbuild", "GIT_AUTHOR_EMAIL=runscbuild@localhost",
+	"GIT_COMMITTER_NAME=runscbuild", "GIT_COMMITTER_EMAIL=runscbuild@localhost",
+	"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+}
+
+func (g git) run(args ...string) (string, error) { return Run(g.dir, gitIdentity, "git", args...) }
 
 // commitAll commits the whole work tree as it is.
 func (g git) commitAll(msg string) error {
@@ -168,13 +172,13 @@ func (g git) am(p Patch) error {
 	if err != nil {
 		return err
 	}
-	out, err := g.command(append(append([]string{"am", "-q", "--keep-cr"}, excludes...), p.Path)...).CombinedOutput()
+	out, err := g.run(append(append([]string{"am", "-q", "--keep-cr"}, excludes...), p.Path)...)
 	if err == nil {
 		return nil
 	}
 	_, _ = g.run("am", "--abort")
-	detail, _ := g.command(append(append([]string{"apply", "--check", "-v"}, excludes...), p.Path)...).CombinedOutput()
-	return &ApplyError{Patch: p.Name, AmOutput: strings.TrimSpace(string(out)), Hunk: failingHunk(string(detail))}
+	detail, _ := g.run(append(append([]string{"apply", "--check", "-v"}, excludes...), p.Path)...)
+	return &ApplyError{Patch: p.Name, AmOutput: strings.TrimSpace(out), Hunk: failingHunk(detail)}
 }
 
 // excludes keeps out of the tree a patch's BUILD hunks and its changes to

@@ -66,15 +66,11 @@ func (r *Report) Markdown() string {
 			for _, p := range row.res.Patches {
 				ps = append(ps, fmt.Sprintf("%s `%.12s`", p.Name, p.SHA256))
 			}
-			verdict := "PASS"
-			if !row.res.OK() {
-				verdict = "**FAIL**"
-			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s / %s / %s / %s | %s / %s / %s / %s | %.0f | %s |\n", v.name(), row.kind,
 				strings.Join(ps, "<br>"),
 				cell(row.res.MasterApply), cell(row.res.Gofmt), cell(row.res.BazelSrcs), cell(row.res.OwnTest),
 				cell(row.res.GoApply), cell(row.res.Build), cell(row.res.Vet), cell(row.res.Test),
-				row.res.Seconds, verdict)
+				row.res.Seconds, verdict(row.res.OK()))
 		}
 	}
 	b.WriteString(r.aloneSection())
@@ -89,6 +85,13 @@ func (r *Report) Markdown() string {
 }
 
 func cell(s Step) string { return esc(s.word()) }
+
+func verdict(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "**FAIL**"
+}
 
 // WriteFiles writes report.json and report.md into dir.
 func (r *Report) WriteFiles(dir string) error {
@@ -139,11 +142,7 @@ func (r *Report) aloneSection() string {
 		} else if a.Mutants.OK || (!a.Mutants.Ran && a.Mutants.Note != "") {
 			muts = a.Mutants.Note
 		}
-		verdict := "PASS"
-		if !a.OK() {
-			verdict = "**FAIL**"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", v.name(), esc(tree), tests, cell(a.OwnTests), esc(muts), verdict)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", v.name(), esc(tree), tests, cell(a.OwnTests), esc(muts), verdict(a.OK()))
 	}
 	for _, v := range r.Verdicts {
 		m := v.Alone.Mutated

@@ -201,7 +201,7 @@ func (k *checker) overlay(pkg string) (string, int, error) {
 // judgeTests passes a test step whose only failures already fail before
 // any patch (checkBase), and says so.
 func (k *checker) judgeTests(s Step) Step {
-	if !s.Ran || s.OK || k.hard || len(k.freshFailures()) > 0 {
+	if !s.Ran || s.OK || k.hard || len(failures(k.failed, k.baseFailures)) > 0 {
 		return s
 	}
 	s.OK = true
@@ -209,15 +209,22 @@ func (k *checker) judgeTests(s Step) Step {
 	return s
 }
 
-func failedList(m map[string][]string) string {
+// failedList lists m's failing tests as package.Test, sorted, joined.
+func failedList(m map[string][]string) string { return strings.Join(failures(m, nil), " ") }
+
+// failures lists m's failing tests that base does not list, as
+// package.Test, sorted.
+func failures(m, base map[string][]string) []string {
 	var out []string
 	for pkg, tests := range m {
 		for _, t := range tests {
-			out = append(out, pkg+"."+t)
+			if !slices.Contains(base[pkg], t) {
+				out = append(out, pkg+"."+t)
+			}
 		}
 	}
 	sort.Strings(out)
-	return strings.Join(out, " ")
+	return out
 }
 
 // tail keeps the last n lines of s.

@@ -1,14 +1,9 @@
 // Command upstream prepares patches/series for gVisor: it writes the pull
-// requests with the sender's authorship and their descriptions, checks them
-// on an upstream checkout, and keeps the committed patches neutral.
-//
-//	upstream series -out DIR [-report report.json] [-allow-unproven] [-author-name N -author-email E]
-//	upstream check -dir GVISOR [-base REV] [-go-ref BRANCH] [-prs NN-name,...]
-//	upstream neutralize FILE...   # From: placeholder, one Assisted-by trailer
-//	upstream sync                 # WORKSPACE's patch list from patches/series
-//	upstream evidence [MATRIX-FLAG...]  # the matrix run behind the PR.md tables
-//	upstream tests -dir GVISOR [-rev REV] [-prs] [-- MATRIX-FLAG...]  # the series' tests in
-//	                              # upstream's files, in the VMs, patched and stock
+// requests with the sender's authorship and their descriptions (series),
+// checks them on an upstream checkout (check), keeps the committed patches
+// neutral (neutralize) and WORKSPACE in step (sync), and runs the matrix
+// behind the PR.md tables (evidence) and the series' tests in upstream's
+// files in the VMs (tests). The subcommands' flags are in usage below.
 //
 // See README, "Sending the series upstream".
 package main
