@@ -12,8 +12,6 @@ package runscbuild
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,21 +71,6 @@ func ResolveModule(repoRoot string) (Module, error) {
 		return Module{}, fmt.Errorf("go mod download %s returned no version or folder: %s", ModulePath, out)
 	}
 	return m, nil
-}
-
-// SeriesHash is a short, stable digest of the patches' names and contents, in
-// order. The patched runsc reports it in --version.
-func SeriesHash(patches []Patch) (string, error) {
-	h := sha256.New()
-	for _, p := range patches {
-		data, err := os.ReadFile(p.Path)
-		if err != nil {
-			return "", fmt.Errorf("hashing %s: %w", p.Name, err)
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", p.Name, len(data))
-		h.Write(data)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
 // VersionString is what `runsc --version` prints as the runsc version.

@@ -17,11 +17,12 @@ func ShimPath(binDir, flavor string) string {
 	return filepath.Join(binDir, ShimName+"-"+flavor)
 }
 
-// ChangesShim reports whether a patch of pr changes the shim's source
-// (pkg/shim): such a pull request's build (PRFlavor) gets a shim of its
-// own, so that its client cases compare stock with stock + it.
-func ChangesShim(pr PR) (bool, error) {
-	for _, p := range pr.Patches {
+// ChangesShim reports whether one of patches changes the shim's source
+// (pkg/shim): the build of a pull request with such a patch (PRFlavor)
+// gets a shim of its own, so that its client cases compare stock with
+// stock + it.
+func ChangesShim(patches []Patch) (bool, error) {
+	for _, p := range patches {
 		b, err := os.ReadFile(p.Path)
 		if err != nil {
 			return false, err

@@ -96,12 +96,12 @@ func run(repo, verb string) error {
 			if onlyPR != "" && pr.Name != onlyPR {
 				continue
 			}
-			if err := ensurePR(cfg, m, runscbuild.PRFlavor(series, pr), append(series.Needs(pr.Name), pr)); err != nil {
+			if err := ensurePR(cfg, m, runscbuild.PRFlavor(series, pr)); err != nil {
 				return err
 			}
 			// What it needs, alone: the column beside its own build.
 			if f, ok := runscbuild.NeedsFlavor(series, pr); ok {
-				if err := ensurePR(cfg, m, f, series.Needs(pr.Name)); err != nil {
+				if err := ensurePR(cfg, m, f); err != nil {
 					return err
 				}
 			}
@@ -199,24 +199,18 @@ func dist(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor) error
 	return nil
 }
 
-// ensurePR builds f, made of the pull requests prs, and its shim when one
-// of them changes the shim.
-func ensurePR(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor, prs []runscbuild.PR) error {
+// ensurePR builds f, made of pull requests, and its shim when one of its
+// patches changes the shim.
+func ensurePR(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor) error {
 	tree, err := runscbuild.Ensure(cfg, m, f)
 	if err != nil {
 		return err
 	}
-	for _, pr := range prs {
-		shim, err := runscbuild.ChangesShim(pr)
-		if err != nil {
-			return err
-		}
-		if shim {
-			_, err := runscbuild.EnsureShim(cfg, m, f, tree)
-			return err
-		}
+	shim, err := runscbuild.ChangesShim(f.Patches)
+	if shim && err == nil {
+		_, err = runscbuild.EnsureShim(cfg, m, f, tree)
 	}
-	return nil
+	return err
 }
 
 var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz\w+)\(\w+ \*testing\.F\)`)
