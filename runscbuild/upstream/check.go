@@ -1067,10 +1067,8 @@ func (k *checker) vet(pkgs []string) Step {
 	for f, n := range k.vetFindings {
 		if extra := n - k.baseVet[f]; extra > 0 {
 			fresh = append(fresh, fmt.Sprintf("%s (x%d)", f, extra))
-			known += n - extra
-		} else {
-			known += n
 		}
+		known += min(n, k.baseVet[f])
 	}
 	sort.Strings(fresh)
 	if len(fresh) > 0 {

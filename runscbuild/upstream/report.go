@@ -3,9 +3,10 @@ package upstream
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -29,15 +30,8 @@ func (r *Report) Markdown() string {
 		b.WriteString("\n")
 	}
 	b.WriteString("\nOn master: git am, gofmt, BUILD entries, a test of its own. On go: git am (BUILD hunks left out: the go branch has no BUILD files), `go build ./runsc/...` (and the touched packages outside runsc), `go vet` and the unit tests of the touched packages, run as nobody in a private mount namespace with no host cgroupfs. A row that does not build on go fails: no other tree is tried.\n\n")
-	if len(r.VetOnly) > 0 {
-		var ps []string
-		for p := range r.VetOnly {
-			ps = append(ps, p)
-		}
-		sort.Strings(ps)
-		for _, p := range ps {
-			fmt.Fprintf(&b, "Vetted, not run: upstream's test files of %s (%s); the tests a pull request adds in new files there run.\n\n", p, r.VetOnly[p])
-		}
+	for _, p := range slices.Sorted(maps.Keys(r.VetOnly)) {
+		fmt.Fprintf(&b, "Vetted, not run: upstream's test files of %s (%s); the tests a pull request adds in new files there run.\n\n", p, r.VetOnly[p])
 	}
 	if len(r.BaseVet) > 0 {
 		n := 0
