@@ -250,27 +250,18 @@ func (k *checker) prepareMaster() (TreeInfo, error) {
 	info := TreeInfo{Name: "master", Upstream: sha, Commit: sha}
 	k.masterSHA = sha
 	k.master = filepath.Join(k.Work, "master")
-	if err := k.clone(k.master); err != nil {
-		return info, err
-	}
-	missing, err := missingBlobs(k.master, sha)
-	if err != nil {
-		return info, err
-	}
-	if len(missing) > 0 {
+	err = k.checkout(k.master, &info, func(missing []string) (string, []string, error) {
 		for _, p := range missing {
 			if strings.HasSuffix(p, ".go") || path.Base(p) == "BUILD" {
-				return info, fmt.Errorf("master %s: %s lacks the blob of %s, which the checks need: fetch it (git -C %s fetch origin)", sha, k.Upstream, p, k.Upstream)
+				return "", nil, fmt.Errorf("master %s: %s lacks the blob of %s, which the checks need: fetch it (git -C %s fetch origin)", sha, k.Upstream, p, k.Upstream)
 			}
 		}
 		fmt.Fprintf(k.Log, "upstream-check: master: %s lacks the blobs of %d file(s) of %.12s; they are dropped from the master tree: %s\n",
 			k.Upstream, len(missing), sha, strings.Join(missing, " "))
-		if info.Commit, err = commitWithout(k.master, sha, missing); err != nil {
-			return info, err
-		}
-		info.Made = append(info.Made, "without "+strings.Join(missing, ", ")+" (blobs absent from "+k.Upstream+")")
-	}
-	if _, err := gitIn(k.master, "checkout", "-q", "-f", "-B", "check/base", info.Commit); err != nil {
+		commit, err := commitWithout(k.master, sha, missing)
+		return commit, []string{"without " + strings.Join(missing, ", ") + " (blobs absent from " + k.Upstream + ")"}, err
+	})
+	if err != nil {
 		return info, err
 	}
 	k.masterBase = info.Commit
@@ -278,15 +269,31 @@ func (k *checker) prepareMaster() (TreeInfo, error) {
 	return info, nil
 }
 
-// clone makes dir a fresh clone of Upstream sharing its objects.
-func (k *checker) clone(dir string) error {
+// checkout makes dir a fresh clone of Upstream sharing its objects, with
+// info's commit checked out as check/base; when the repository lacks
+// blobs of that commit, fix makes the commit to check out instead.
+func (k *checker) checkout(dir string, info *TreeInfo, fix func(missing []string) (commit string, made []string, err error)) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(k.Work, 0o755); err != nil {
 		return err
 	}
-	_, err := gitIn(k.Work, "clone", "-q", "--shared", "--no-checkout", k.Upstream, dir)
+	if _, err := gitIn(k.Work, "clone", "-q", "--shared", "--no-checkout", k.Upstream, dir); err != nil {
+		return err
+	}
+	missing, err := missingBlobs(dir, info.Commit)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		commit, made, err := fix(missing)
+		if err != nil {
+			return err
+		}
+		info.Commit, info.Made = commit, append(info.Made, made...)
+	}
+	_, err = gitIn(dir, "checkout", "-q", "-f", "-B", "check/base", info.Commit)
 	return err
 }
 
@@ -325,21 +332,7 @@ func (k *checker) prepareGo(masterSHA string) (TreeInfo, error) {
 	fmt.Fprintf(k.Log, "upstream-check: go tree: %s %q merges master %.12s\n", goSHA, subject, masterSHA)
 	k.goTree = filepath.Join(k.Work, "go")
 	k.bin = filepath.Join(k.Work, "bin")
-	if err := k.clone(k.goTree); err != nil {
-		return info, err
-	}
-	missing, err := missingBlobs(k.goTree, goSHA)
-	if err != nil {
-		return info, err
-	}
-	if len(missing) > 0 {
-		commit, made, err := k.fillFromModule(goSHA, missing)
-		if err != nil {
-			return info, err
-		}
-		info.Commit, info.Made = commit, append(info.Made, made...)
-	}
-	if _, err := gitIn(k.goTree, "checkout", "-q", "-f", "-B", "check/base", info.Commit); err != nil {
+	if err := k.checkout(k.goTree, &info, func(missing []string) (string, []string, error) { return k.fillFromModule(goSHA, missing) }); err != nil {
 		return info, err
 	}
 	commit, made, err := k.addMasterTests(masterSHA)
