@@ -368,7 +368,7 @@ func RuntimeFlavor(s *Series, runtime string) (Flavor, bool) {
 func Ensure(c Config, m Module, f Flavor) (string, error) {
 	bin := filepath.Join(c.BinDir, "runsc-"+f.Name)
 	tree := filepath.Join(c.WorkDir, "gvisor-"+f.Name)
-	_, err := ensure(c, m, f, bin, func() bool {
+	if _, err := ensure(c, m, f, bin, func() bool {
 		_, err := os.Stat(tree)
 		return err == nil
 	}, func(version string) error {
@@ -378,8 +378,10 @@ func Ensure(c Config, m Module, f Flavor) (string, error) {
 		}
 		fmt.Fprintf(c.Log, "runscbuild: building %s (about 2 minutes on 2 cores when cold)\n", bin)
 		return Build(tree, bin, version, c.Log)
-	})
-	return tree, err
+	}); err != nil {
+		return "", err
+	}
+	return tree, nil
 }
 
 // ensure builds bin with build unless its stamp says bin is up to date and
@@ -402,7 +404,10 @@ func ensure(c Config, m Module, f Flavor, bin string, have func() bool, build fu
 	if err := build(VersionString(m, b.Digest)); err != nil {
 		return "", err
 	}
-	return bin, writeStamp(bin, stampPath, want)
+	if err := writeStamp(bin, stampPath, want); err != nil {
+		return "", err
+	}
+	return bin, nil
 }
 
 // CopyTree copies a module's regular-file tree, leaving out the folders
