@@ -12,17 +12,15 @@ package runscbuild
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 )
@@ -48,6 +46,12 @@ type Config struct {
 	Log      io.Writer
 }
 
+// DefaultConfig is the project's layout under root: work/ and bin/, the
+// log on stderr.
+func DefaultConfig(root string) Config {
+	return Config{RepoRoot: root, WorkDir: filepath.Join(root, "work"), BinDir: filepath.Join(root, "bin"), Log: os.Stderr}
+}
+
 // ResolveModule asks the go command for the pinned gVisor module, downloading
 // it from the module proxy if the cache lacks it.
 func ResolveModule(repoRoot string) (Module, error) {
@@ -67,21 +71,6 @@ func ResolveModule(repoRoot string) (Module, error) {
 		return Module{}, fmt.Errorf("go mod download %s returned no version or folder: %s", ModulePath, out)
 	}
 	return m, nil
-}
-
-// SeriesHash is a short, stable digest of the patches' names and contents, in
-// order. The patched runsc reports it in --version.
-func SeriesHash(patches []Patch) (string, error) {
-	h := sha256.New()
-	for _, p := range patches {
-		data, err := os.ReadFile(p.Path)
-		if err != nil {
-			return "", fmt.Errorf("hashing %s: %w", p.Name, err)
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", p.Name, len(data))
-		h.Write(data)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
 // VersionString is what `runsc --version` prints as the runsc version.
@@ -104,44 +93,59 @@ func PrepareTree(m Module, dst string, patches []Patch, log io.Writer) error {
 		return fmt.Errorf("copying %s to %s: %w", m.Dir, dst, err)
 	}
 	g := git{dir: dst}
-	for _, args := range [][]string{
-		{"init", "-q"},
-		{"add", "-A"},
-		{"commit", "-q", "--no-verify", "-m", "pristine " + ModulePath + "@" + m.Version},
-	} {
-		if _, err := g.run(args...); err != nil {
-			return err
-		}
+	if _, err := g.run("init", "-q"); err != nil {
+		return err
 	}
-	for i, p := range patches {
-		fmt.Fprintf(log, "runscbuild: applying %d/%d %s\n", i+1, len(patches), p.Name)
-		if err := g.am(p); err != nil {
-			return err
-		}
+	if err := g.commitAll("pristine " + ModulePath + "@" + m.Version); err != nil {
+		return err
 	}
-	return nil
+	return g.amAll(patches, log, g.am)
+}
+
+// Run runs name with args in dir, env added to ours, and returns its
+// output, stdout and stderr together; its error names the command and
+// ends with the output.
+func Run(dir string, env []string, name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s in %s: %w\n%s", name, strings.Join(args, " "), dir, err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
 }
 
 type git struct{ dir string }
 
-func (g git) command(args ...string) *exec.Cmd {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = g.dir
-	// A fixed identity: the work tree is throwaway, and CI machines have no
-	// git config.
-	cmd.Env = append(os.Environ(),
-		"GIT_AUTHOR_NAME=runscbuild", "GIT_AUTHOR_EMAIL=runscbuild@localhost",
-		"GIT_COMMITTER_NAME=runscbuild", "GIT_COMMITTER_EMAIL=runscbuild@localhost",
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	return cmd
+// gitIdentity is a fixed one: the work tree is throwaway, and CI machines
+// have no git config.
+var gitIdentity = []string{
+	"GIT_AUTHOR_NAME=runscbuild", "GIT_AUTHOR_EMAIL=runscbuild@localhost",
+	"GIT_COMMITTER_NAME=runscbuild", "GIT_COMMITTER_EMAIL=runscbuild@localhost",
+	"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
 }
 
-func (g git) run(args ...string) (string, error) {
-	out, err := g.command(args...).CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("git %s in %s: %w: %s", strings.Join(args, " "), g.dir, err, strings.TrimSpace(string(out)))
+func (g git) run(args ...string) (string, error) { return Run(g.dir, gitIdentity, "git", args...) }
+
+// commitAll commits the whole work tree as it is.
+func (g git) commitAll(msg string) error {
+	if _, err := g.run("add", "-A"); err != nil {
+		return err
 	}
-	return string(out), nil
+	_, err := g.run("commit", "-q", "--no-verify", "-m", msg)
+	return err
+}
+
+// amAll applies patches in order with apply, saying which.
+func (g git) amAll(patches []Patch, log io.Writer, apply func(Patch) error) error {
+	for i, p := range patches {
+		fmt.Fprintf(log, "runscbuild: applying %d/%d %s\n", i+1, len(patches), p.Name)
+		if err := apply(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // am applies one patch as a commit. On failure it aborts the am session and
@@ -151,13 +155,13 @@ func (g git) am(p Patch) error {
 	if err != nil {
 		return err
 	}
-	out, err := g.command(append(append([]string{"am", "-q", "--keep-cr"}, excludes...), p.Path)...).CombinedOutput()
+	out, err := g.run(append(append([]string{"am", "-q", "--keep-cr"}, excludes...), p.Path)...)
 	if err == nil {
 		return nil
 	}
 	_, _ = g.run("am", "--abort")
-	detail, _ := g.command(append(append([]string{"apply", "--check", "-v"}, excludes...), p.Path)...).CombinedOutput()
-	return &ApplyError{Patch: p.Name, AmOutput: strings.TrimSpace(string(out)), Hunk: failingHunk(string(detail))}
+	detail, _ := g.run(append(append([]string{"apply", "--check", "-v"}, excludes...), p.Path)...)
+	return &ApplyError{Patch: p.Name, AmOutput: strings.TrimSpace(out), Hunk: failingHunk(detail)}
 }
 
 // excludes keeps out of the tree a patch's BUILD hunks and its changes to
@@ -212,20 +216,22 @@ func failingHunk(applyOutput string) string {
 	return ""
 }
 
+// Go runs the go command in dir with CGO_ENABLED=0, its output to log.
+func Go(dir string, log io.Writer, args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = log, log
+	return cmd
+}
+
 // Build compiles ./runsc in tree into out, statically, with version stamped.
 func Build(tree, out, version string, log io.Writer) error {
 	abs, err := filepath.Abs(out)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("go", "build", "-buildvcs=false", "-trimpath",
-		"-ldflags", "-X gvisor.dev/gvisor/runsc/version.version="+version,
-		"-o", abs, "./runsc")
-	cmd.Dir = tree
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stdout = log
-	cmd.Stderr = log
-	if err := cmd.Run(); err != nil {
+	if err := Go(tree, log, "build", "-buildvcs=false", "-trimpath", "-ldflags", "-X gvisor.dev/gvisor/runsc/version.version="+version, "-o", abs, "./runsc").Run(); err != nil {
 		return fmt.Errorf("building runsc in %s: %w", tree, err)
 	}
 	return nil
@@ -254,12 +260,7 @@ func TestPackages(tree string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("looking for tests in %s: %w", tree, err)
 	}
-	pkgs := make([]string, 0, len(set))
-	for p := range set {
-		pkgs = append(pkgs, p)
-	}
-	sort.Strings(pkgs)
-	return pkgs, nil
+	return slices.Sorted(maps.Keys(set)), nil
 }
 
 // ChangedPackages lists the packages whose Go files the series changed in
@@ -278,12 +279,7 @@ func ChangedPackages(tree string) ([]string, error) {
 	for _, f := range strings.Fields(out) {
 		set["./"+filepath.ToSlash(filepath.Dir(f))] = true
 	}
-	pkgs := make([]string, 0, len(set))
-	for p := range set {
-		pkgs = append(pkgs, p)
-	}
-	sort.Strings(pkgs)
-	return pkgs, nil
+	return slices.Sorted(maps.Keys(set)), nil
 }
 
 // Lock serializes builds that share workDir (several make runs, or a helper
@@ -370,36 +366,48 @@ func RuntimeFlavor(s *Series, runtime string) (Flavor, bool) {
 // build (the gVisor version and each patch file's sha256) for the matrix
 // report.
 func Ensure(c Config, m Module, f Flavor) (string, error) {
+	bin := filepath.Join(c.BinDir, "runsc-"+f.Name)
+	tree := filepath.Join(c.WorkDir, "gvisor-"+f.Name)
+	if _, err := ensure(c, m, f, bin, func() bool {
+		_, err := os.Stat(tree)
+		return err == nil
+	}, func(version string) error {
+		fmt.Fprintf(c.Log, "runscbuild: preparing %s from %s@%s with %d patches\n", tree, ModulePath, m.Version, len(f.Patches))
+		if err := PrepareTree(m, tree, f.Patches, c.Log); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.Log, "runscbuild: building %s (about 2 minutes on 2 cores when cold)\n", bin)
+		return Build(tree, bin, version, c.Log)
+	}); err != nil {
+		return "", err
+	}
+	return tree, nil
+}
+
+// ensure builds bin with build unless its stamp says bin is up to date and
+// have (when set) says the rest is there; then it stamps bin.
+func ensure(c Config, m Module, f Flavor, bin string, have func() bool, build func(version string) error) (string, error) {
 	b, err := BuildOf(m, f.Patches)
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(c.BinDir, "runsc-"+f.Name)
 	stampPath := bin + ".stamp"
-	tree := filepath.Join(c.WorkDir, "gvisor-"+f.Name)
 	want := stampFor(b)
-	if upToDate(bin, stampPath, want) {
-		if _, err := os.Stat(tree); err == nil {
-			fmt.Fprintf(c.Log, "runscbuild: %s is up to date (%s)\n", bin, VersionString(m, b.Digest))
-			return tree, nil
-		}
-	}
-	fmt.Fprintf(c.Log, "runscbuild: preparing %s from %s@%s with %d patches\n", tree, ModulePath, m.Version, len(f.Patches))
-	if err := PrepareTree(m, tree, f.Patches, c.Log); err != nil {
-		return "", err
+	if upToDate(bin, stampPath, want) && (have == nil || have()) {
+		fmt.Fprintf(c.Log, "runscbuild: %s is up to date (%s)\n", bin, VersionString(m, b.Digest))
+		return bin, nil
 	}
 	if err := os.MkdirAll(c.BinDir, 0o755); err != nil {
 		return "", err
 	}
 	_ = os.Remove(stampPath)
-	fmt.Fprintf(c.Log, "runscbuild: building %s (about 2 minutes on 2 cores when cold)\n", bin)
-	if err := Build(tree, bin, VersionString(m, b.Digest), c.Log); err != nil {
+	if err := build(VersionString(m, b.Digest)); err != nil {
 		return "", err
 	}
 	if err := writeStamp(bin, stampPath, want); err != nil {
 		return "", err
 	}
-	return tree, nil
+	return bin, nil
 }
 
 // CopyTree copies a module's regular-file tree, leaving out the folders

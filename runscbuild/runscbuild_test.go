@@ -157,7 +157,7 @@ func TestPrepareTreeBrokenPatchNamesFileAndHunk(t *testing.T) {
 	}
 }
 
-func TestSeriesHashChangesWithContentAndOrder(t *testing.T) {
+func TestDigestChangesWithContentAndOrder(t *testing.T) {
 	dir := t.TempDir()
 	write := func(n, s string) Patch {
 		p := filepath.Join(dir, n)
@@ -168,11 +168,11 @@ func TestSeriesHashChangesWithContentAndOrder(t *testing.T) {
 	}
 	a, b := write("a", "1"), write("b", "2")
 	h := func(ps ...Patch) string {
-		s, err := SeriesHash(ps)
+		b, err := BuildOf(Module{}, ps)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s
+		return b.Digest
 	}
 	ab, ba := h(a, b), h(b, a)
 	if ab == ba {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 )
 
@@ -18,11 +17,12 @@ func ShimPath(binDir, flavor string) string {
 	return filepath.Join(binDir, ShimName+"-"+flavor)
 }
 
-// ChangesShim reports whether a patch of pr changes the shim's source
-// (pkg/shim): such a pull request's build (PRFlavor) gets a shim of its
-// own, so that its client cases compare stock with stock + it.
-func ChangesShim(pr PR) (bool, error) {
-	for _, p := range pr.Patches {
+// ChangesShim reports whether one of patches changes the shim's source
+// (pkg/shim): the build of a pull request with such a patch (PRFlavor)
+// gets a shim of its own, so that its client cases compare stock with
+// stock + it.
+func ChangesShim(patches []Patch) (bool, error) {
+	for _, p := range patches {
 		b, err := os.ReadFile(p.Path)
 		if err != nil {
 			return false, err
@@ -39,31 +39,12 @@ func ChangesShim(pr PR) (bool, error) {
 // come from the same source. Like runsc it is rebuilt only when its stamp
 // (the build: gVisor version and patch files; the Go version) changes.
 func EnsureShim(c Config, m Module, f Flavor, tree string) (string, error) {
-	b, err := BuildOf(m, f.Patches)
-	if err != nil {
-		return "", err
-	}
 	bin := ShimPath(c.BinDir, f.Name)
-	stampPath := bin + ".stamp"
-	want := stampFor(b)
-	if upToDate(bin, stampPath, want) {
-		fmt.Fprintf(c.Log, "runscbuild: %s is up to date (%s)\n", bin, VersionString(m, b.Digest))
-		return bin, nil
-	}
-	if err := os.MkdirAll(c.BinDir, 0o755); err != nil {
-		return "", err
-	}
-	_ = os.Remove(stampPath)
-	fmt.Fprintf(c.Log, "runscbuild: building %s from %s\n", bin, tree)
-	cmd := exec.Command("go", "build", "-buildvcs=false", "-trimpath", "-o", bin, "./shim")
-	cmd.Dir = tree
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stdout, cmd.Stderr = c.Log, c.Log
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building the runsc shim in %s: %w", tree, err)
-	}
-	if err := writeStamp(bin, stampPath, want); err != nil {
-		return "", err
-	}
-	return bin, nil
+	return ensure(c, m, f, bin, nil, func(string) error {
+		fmt.Fprintf(c.Log, "runscbuild: building %s from %s\n", bin, tree)
+		if err := Go(tree, c.Log, "build", "-buildvcs=false", "-trimpath", "-o", bin, "./shim").Run(); err != nil {
+			return fmt.Errorf("building the runsc shim in %s: %w", tree, err)
+		}
+		return nil
+	})
 }

@@ -28,13 +28,14 @@ type Stamp struct {
 }
 
 // BuildOf is the build of m with patches applied in order: each patch
-// file's sha256, and their SeriesHash. The binary's sha256 is left to the
-// build.
+// file's sha256, and one digest of their names and contents (runsc
+// --version's +cgpatches suffix). The binary's sha256 is left to the build.
 func BuildOf(m Module, patches []Patch) (report.Build, error) {
 	b := report.Build{GVisor: m.Version}
 	if len(patches) == 0 {
 		return b, nil
 	}
+	h := sha256.New()
 	for _, p := range patches {
 		data, err := os.ReadFile(p.Path)
 		if err != nil {
@@ -42,10 +43,11 @@ func BuildOf(m Module, patches []Patch) (report.Build, error) {
 		}
 		sum := sha256.Sum256(data)
 		b.Patches = append(b.Patches, report.PatchFile{Name: p.Name, SHA256: hex.EncodeToString(sum[:])})
+		fmt.Fprintf(h, "%s\x00%d\x00", p.Name, len(data))
+		h.Write(data)
 	}
-	var err error
-	b.Digest, err = SeriesHash(patches)
-	return b, err
+	b.Digest = hex.EncodeToString(h.Sum(nil))[:12]
+	return b, nil
 }
 
 // stampFor is the stamp a binary of build b gets from this toolchain.

@@ -68,38 +68,26 @@ func UpstreamTestTree(m Module, gitDir, rev, dst string, patches []Patch, testsO
 		}
 	}
 	g := git{dir: dst}
-	if _, err := g.run("add", "-A"); err != nil {
+	if err := g.commitAll("upstream test files at " + rev); err != nil {
 		return err
 	}
-	if _, err := g.run("commit", "-q", "--no-verify", "-m", "upstream test files at "+rev); err != nil {
-		return err
-	}
-	for i, p := range patches {
-		fmt.Fprintf(log, "runscbuild: applying %d/%d %s\n", i+1, len(patches), p.Name)
-		if !testsOnly {
-			if err := g.am(p); err != nil {
-				return err
+	apply := g.am
+	if testsOnly {
+		apply = func(p Patch) error {
+			args := []string{"apply"}
+			for _, f := range upstreamTestFiles {
+				args = append(args, "--include="+f)
 			}
-			continue
-		}
-		args := []string{"apply"}
-		for _, f := range upstreamTestFiles {
-			args = append(args, "--include="+f)
-		}
-		if _, err := g.run(append(args, p.Path)...); err != nil {
+			_, err := g.run(append(args, p.Path)...)
 			return err
 		}
 	}
-	return nil
+	return g.amAll(patches, log, apply)
 }
 
 // BuildTest compiles the tests of pkg in tree into out, statically.
 func BuildTest(tree, pkg, out string, log io.Writer) error {
-	cmd := exec.Command("go", "test", "-c", "-o", out, "./"+pkg)
-	cmd.Dir = tree
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Run(); err != nil {
+	if err := Go(tree, log, "test", "-c", "-o", out, "./"+pkg).Run(); err != nil {
 		return fmt.Errorf("building the tests of %s in %s: %w", pkg, tree, err)
 	}
 	return nil

@@ -16,7 +16,6 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
@@ -57,10 +56,8 @@ var onlyPR string
 
 // goIn runs the go command in dir with our stdout and stderr.
 func goIn(dir string, args ...string) error {
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd := runscbuild.Go(dir, os.Stderr, args...)
+	cmd.Stdout = os.Stdout
 	return cmd.Run()
 }
 
@@ -69,12 +66,7 @@ func run(repo, verb string) error {
 	if err != nil {
 		return err
 	}
-	cfg := runscbuild.Config{
-		RepoRoot: root,
-		WorkDir:  filepath.Join(root, "work"),
-		BinDir:   filepath.Join(root, "bin"),
-		Log:      os.Stderr,
-	}
+	cfg := runscbuild.DefaultConfig(root)
 	unlock, err := runscbuild.Lock(cfg.WorkDir, os.Stderr)
 	if err != nil {
 		return err
@@ -104,18 +96,18 @@ func run(repo, verb string) error {
 			if onlyPR != "" && pr.Name != onlyPR {
 				continue
 			}
-			if err := ensurePR(cfg, m, runscbuild.PRFlavor(series, pr), append(series.Needs(pr.Name), pr)); err != nil {
+			if err := ensurePR(cfg, m, runscbuild.PRFlavor(series, pr)); err != nil {
 				return err
 			}
 			// What it needs, alone: the column beside its own build.
 			if f, ok := runscbuild.NeedsFlavor(series, pr); ok {
-				if err := ensurePR(cfg, m, f, series.Needs(pr.Name)); err != nil {
+				if err := ensurePR(cfg, m, f); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
-	case "test":
+	case "test", "fuzz":
 		tree, err := runscbuild.Ensure(cfg, m, runscbuild.Flavor{Name: "patched", Patches: patches})
 		if err != nil {
 			return err
@@ -124,45 +116,10 @@ func run(repo, verb string) error {
 		if err != nil {
 			return err
 		}
-		if len(pkgs) == 0 {
-			return fmt.Errorf("the patched tree %s has no _test.go files: the series must bring its unit tests", tree)
-		}
-		// As nobody, without the host's cgroups, as make upstream-check runs
-		// them: this machine's cgroups are not the tests' to change (the
-		// tests that need them run in the VMs, make upstream-tests).
-		for _, pkg := range pkgs {
-			bin := filepath.Join(cfg.WorkDir, "unit", strings.ReplaceAll(strings.TrimPrefix(pkg, "./"), "/", "_")+".test")
-			if err := goIn(tree, "test", "-c", "-o", bin, pkg); err != nil {
-				return fmt.Errorf("building the unit tests of %s: %w", pkg, err)
-			}
-			cmd := exec.Command(bin, "-test.count=1")
-			cmd.Dir, cmd.Stdout, cmd.Stderr = filepath.Join(tree, pkg), os.Stdout, os.Stderr
-			sandboxed, err := upstream.NobodySandbox(cmd)
-			if err != nil {
+		if verb == "test" {
+			if err := unitTests(cfg, tree, pkgs); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "build-runsc: %s's unit tests in the patched tree, as nobody, without the host's cgroups\n", pkg)
-			if err := sandboxed.Run(); err != nil {
-				return fmt.Errorf("unit tests of %s in the patched tree failed: %w", pkg, err)
-			}
-		}
-		changed, err := runscbuild.ChangedPackages(tree)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "build-runsc: go vet %v (the packages the series changes)\n", changed)
-		if err := goIn(tree, append([]string{"vet"}, changed...)...); err != nil {
-			return fmt.Errorf("go vet of the patched packages failed: %w", err)
-		}
-		return fuzz(tree, pkgs)
-	case "fuzz":
-		tree, err := runscbuild.Ensure(cfg, m, runscbuild.Flavor{Name: "patched", Patches: patches})
-		if err != nil {
-			return err
-		}
-		pkgs, err := runscbuild.TestPackages(tree)
-		if err != nil {
-			return err
 		}
 		return fuzz(tree, pkgs)
 	case "dist":
@@ -170,6 +127,42 @@ func run(repo, verb string) error {
 	default:
 		return fmt.Errorf("unknown verb %q: want build, prs, test, fuzz or dist", verb)
 	}
+}
+
+// unitTests runs the series' unit tests in tree's packages pkgs, then go
+// vet on the packages the series changes.
+func unitTests(cfg runscbuild.Config, tree string, pkgs []string) error {
+	if len(pkgs) == 0 {
+		return fmt.Errorf("the patched tree %s has no _test.go files: the series must bring its unit tests", tree)
+	}
+	// As nobody, without the host's cgroups, as make upstream-check runs
+	// them: this machine's cgroups are not the tests' to change (the
+	// tests that need them run in the VMs, make upstream-tests).
+	for _, pkg := range pkgs {
+		bin := filepath.Join(cfg.WorkDir, "unit", strings.ReplaceAll(strings.TrimPrefix(pkg, "./"), "/", "_")+".test")
+		if err := goIn(tree, "test", "-c", "-o", bin, pkg); err != nil {
+			return fmt.Errorf("building the unit tests of %s: %w", pkg, err)
+		}
+		cmd := exec.Command(bin, "-test.count=1")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = filepath.Join(tree, pkg), os.Stdout, os.Stderr
+		sandboxed, err := upstream.NobodySandbox(cmd)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "build-runsc: %s's unit tests in the patched tree, as nobody, without the host's cgroups\n", pkg)
+		if err := sandboxed.Run(); err != nil {
+			return fmt.Errorf("unit tests of %s in the patched tree failed: %w", pkg, err)
+		}
+	}
+	changed, err := runscbuild.ChangedPackages(tree)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "build-runsc: go vet %v (the packages the series changes)\n", changed)
+	if err := goIn(tree, append([]string{"vet"}, changed...)...); err != nil {
+		return fmt.Errorf("go vet of the patched packages failed: %w", err)
+	}
+	return nil
 }
 
 // dist builds f's runsc and shim from one tree and writes them, with the
@@ -206,27 +199,21 @@ func dist(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor) error
 	return nil
 }
 
-// ensurePR builds f, made of the pull requests prs, and its shim when one
-// of them changes the shim.
-func ensurePR(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor, prs []runscbuild.PR) error {
+// ensurePR builds f, made of pull requests, and its shim when one of its
+// patches changes the shim.
+func ensurePR(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor) error {
 	tree, err := runscbuild.Ensure(cfg, m, f)
 	if err != nil {
 		return err
 	}
-	for _, pr := range prs {
-		shim, err := runscbuild.ChangesShim(pr)
-		if err != nil {
-			return err
-		}
-		if shim {
-			_, err := runscbuild.EnsureShim(cfg, m, f, tree)
-			return err
-		}
+	shim, err := runscbuild.ChangesShim(f.Patches)
+	if shim && err == nil {
+		_, err = runscbuild.EnsureShim(cfg, m, f, tree)
 	}
-	return nil
+	return err
 }
 
-var fuzzFunc = regexp.MustCompile(`^func (Fuzz\w+)\(\w+ \*testing\.F\)`)
+var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz\w+)\(\w+ \*testing\.F\)`)
 
 // fuzz runs every fuzz target in the packages pkgs of tree for fuzzTime:
 // the go command fuzzes one target of one package at a time.
@@ -237,11 +224,12 @@ func fuzz(tree string, pkgs []string) error {
 			return err
 		}
 		for _, file := range files {
-			names, err := grep(file, fuzzFunc)
+			src, err := os.ReadFile(file)
 			if err != nil {
 				return err
 			}
-			for _, name := range names {
+			for _, m := range fuzzFunc.FindAllSubmatch(src, -1) {
+				name := string(m[1])
 				fmt.Fprintf(os.Stderr, "build-runsc: fuzzing %s %s for %v\n", pkg, name, fuzzTime)
 				if err := goIn(tree, "test", "-run", "^$", "-fuzz", "^"+name+"$", "-fuzztime", fuzzTime.String(), pkg); err != nil {
 					return fmt.Errorf("fuzzing %s %s found a failure (the input is in %s/testdata/fuzz/%s): %w", pkg, name, filepath.Join(tree, pkg), name, err)
@@ -250,21 +238,4 @@ func fuzz(tree string, pkgs []string) error {
 		}
 	}
 	return nil
-}
-
-// grep returns the first submatch of re on each line of file that matches.
-func grep(file string, re *regexp.Regexp) ([]string, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			out = append(out, m[1])
-		}
-	}
-	return out, sc.Err()
 }

@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net/mail"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -108,24 +109,30 @@ func (m *Mail) String() string {
 	return b.String()
 }
 
+// field is the index of the header field name in m.Header, or -1.
+func (m *Mail) field(name string) int {
+	return slices.IndexFunc(m.Header, func(f string) bool {
+		k, _, ok := strings.Cut(f, ":")
+		return ok && strings.EqualFold(k, name)
+	})
+}
+
 // Get returns the unfolded value of the header field name.
 func (m *Mail) Get(name string) (string, bool) {
-	for _, f := range m.Header {
-		if k, v, ok := strings.Cut(f, ":"); ok && strings.EqualFold(k, name) {
-			return strings.TrimSpace(v), true
-		}
+	i := m.field(name)
+	if i < 0 {
+		return "", false
 	}
-	return "", false
+	_, v, _ := strings.Cut(m.Header[i], ":")
+	return strings.TrimSpace(v), true
 }
 
 // Set replaces the header field name (or adds it after the last field).
 func (m *Mail) Set(name, value string) {
 	line := name + ": " + value
-	for i, f := range m.Header {
-		if k, _, ok := strings.Cut(f, ":"); ok && strings.EqualFold(k, name) {
-			m.Header[i], m.folded[i] = line, line
-			return
-		}
+	if i := m.field(name); i >= 0 {
+		m.Header[i], m.folded[i] = line, line
+		return
 	}
 	m.Header = append(m.Header, line)
 	m.folded = append(m.folded, line)
@@ -154,15 +161,14 @@ func (m *Mail) trailerBlock() (start, end int) {
 // Trailers returns the trailer lines of the commit message.
 func (m *Mail) Trailers() []string {
 	start, end := m.trailerBlock()
-	return append([]string(nil), m.Message[start:end]...)
+	return slices.Clone(m.Message[start:end])
 }
 
 // setTrailers replaces the trailer block (adding one after a blank line
 // when there is none).
 func (m *Mail) setTrailers(trailers []string) {
 	start, end := m.trailerBlock()
-	var msg []string
-	msg = append(msg, m.Message[:start]...)
+	msg := slices.Clone(m.Message[:start])
 	if start == end && start > 0 {
 		msg = append(msg, "")
 	}
@@ -199,19 +205,10 @@ func Problems(data []byte) []string {
 	}
 	if assisted != 1 {
 		out = append(out, fmt.Sprintf("%d Assisted-by trailers, want exactly one %q", assisted, AssistedBy))
-	} else if t := m.Trailers(); canonical == 1 && !containsLine(t, AssistedBy) {
+	} else if canonical == 1 && !slices.Contains(m.Trailers(), AssistedBy) {
 		out = append(out, fmt.Sprintf("%q is not in the trailer block at the end of the message", AssistedBy))
 	}
 	return out
-}
-
-func containsLine(lines []string, want string) bool {
-	for _, l := range lines {
-		if l == want {
-			return true
-		}
-	}
-	return false
 }
 
 // Neutralize makes a patch fit to commit: From: becomes Placeholder, trailers
@@ -277,17 +274,9 @@ func (id Identity) Check() error {
 // identity made up for a placeholder, never a person's.
 func reservedDomain(email string) bool {
 	_, domain, _ := strings.Cut(strings.ToLower(email), "@")
-	for _, tld := range []string{"example", "invalid", "test", "localhost"} {
-		if domain == tld || strings.HasSuffix(domain, "."+tld) {
-			return true
-		}
-	}
-	for _, d := range []string{"example.com", "example.net", "example.org"} {
-		if domain == d || strings.HasSuffix(domain, "."+d) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"example", "invalid", "test", "localhost", "example.com", "example.net", "example.org"}, func(d string) bool {
+		return domain == d || strings.HasSuffix(domain, "."+d)
+	})
 }
 
 // String is "Name <email>", as in a Signed-off-by trailer.
@@ -338,7 +327,7 @@ func Author(data []byte, id Identity, n, total int) ([]byte, error) {
 	if !utf8.ValidString(id.Name) {
 		return nil, fmt.Errorf("author name %q is not UTF-8", id.Name)
 	}
-	if !isASCII(id.Name) {
+	if strings.IndexFunc(id.Name, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 {
 		// The body now holds UTF-8: say so, as format-patch does.
 		if _, ok := m.Get("Content-Type"); !ok {
 			m.Set("MIME-Version", "1.0")
@@ -347,15 +336,6 @@ func Author(data []byte, id Identity, n, total int) ([]byte, error) {
 		}
 	}
 	return []byte(m.String()), nil
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }
 
 // FileChange is one file a patch touches.

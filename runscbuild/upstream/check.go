@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"go/parser"
@@ -122,16 +121,7 @@ var gitEnv = []string{
 }
 
 func run(dir string, env []string, name string, args ...string) (string, error) {
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), gitEnv...), env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if err != nil {
-		return out.String(), fmt.Errorf("%s %s in %s: %w\n%s", name, strings.Join(args, " "), dir, err, strings.TrimSpace(out.String()))
-	}
-	return out.String(), nil
+	return runscbuild.Run(dir, append(slices.Clone(gitEnv), env...), name, args...)
 }
 
 func gitIn(dir string, args ...string) (string, error) { return run(dir, nil, "git", args...) }
@@ -201,14 +191,7 @@ func Check(c CheckConfig) (*Report, error) {
 	if err := os.RemoveAll(filepath.Join(c.Work, "logs")); err != nil {
 		return nil, err
 	}
-	for _, pr := range c.Series.All() {
-		for _, p := range goPackages(changes(pr.Patches)) {
-			if !slices.Contains(k.pkgs, p) {
-				k.pkgs = append(k.pkgs, p)
-			}
-		}
-	}
-	sort.Strings(k.pkgs)
+	k.pkgs = goPackages(changes(c.Series.Patches()))
 	rep := &Report{VetOnly: map[string]string{}}
 	if rep.Master, err = k.prepareMaster(); err != nil {
 		return nil, err
@@ -225,12 +208,8 @@ func Check(c CheckConfig) (*Report, error) {
 		return nil, err
 	}
 	rep.BaseFailures, rep.BaseVet = k.baseFailures, k.baseVet
-	var prs []runscbuild.PR
-	for _, pr := range c.Series.All() {
-		if len(c.Only) > 0 && !slices.Contains(c.Only, pr.Name) {
-			continue
-		}
-		prs = append(prs, pr)
+	prs := slices.DeleteFunc(c.Series.All(), func(pr runscbuild.PR) bool { return len(c.Only) > 0 && !slices.Contains(c.Only, pr.Name) })
+	for _, pr := range prs {
 		k.steps++
 		if !sameNames(c.Series.Needs(pr.Name), c.Series.Before(pr.Name)) {
 			k.steps++
@@ -238,11 +217,9 @@ func Check(c CheckConfig) (*Report, error) {
 	}
 	rep.Only = c.Only
 	for _, pr := range prs {
-		needs := c.Series.Needs(pr.Name)
-		before := c.Series.Before(pr.Name)
-		v := Verdict{PR: pr.Name, After: pr.After, Carried: pr.Carried}
+		needs, before := c.Series.Needs(pr.Name), c.Series.Before(pr.Name)
+		v := Verdict{PR: pr.Name, After: pr.After, Carried: pr.Carried, SameAsAlone: sameNames(needs, before)}
 		v.Alone = k.row("alone", pr, needs)
-		v.SameAsAlone = sameNames(needs, before)
 		if !v.SameAsAlone {
 			r := k.row("in-order", pr, before)
 			v.InOrder = &r
@@ -273,27 +250,18 @@ func (k *checker) prepareMaster() (TreeInfo, error) {
 	info := TreeInfo{Name: "master", Upstream: sha, Commit: sha}
 	k.masterSHA = sha
 	k.master = filepath.Join(k.Work, "master")
-	if err := k.clone(k.master); err != nil {
-		return info, err
-	}
-	missing, err := missingBlobs(k.master, sha)
-	if err != nil {
-		return info, err
-	}
-	if len(missing) > 0 {
+	err = k.checkout(k.master, &info, func(missing []string) (string, []string, error) {
 		for _, p := range missing {
 			if strings.HasSuffix(p, ".go") || path.Base(p) == "BUILD" {
-				return info, fmt.Errorf("master %s: %s lacks the blob of %s, which the checks need: fetch it (git -C %s fetch origin)", sha, k.Upstream, p, k.Upstream)
+				return "", nil, fmt.Errorf("master %s: %s lacks the blob of %s, which the checks need: fetch it (git -C %s fetch origin)", sha, k.Upstream, p, k.Upstream)
 			}
 		}
 		fmt.Fprintf(k.Log, "upstream-check: master: %s lacks the blobs of %d file(s) of %.12s; they are dropped from the master tree: %s\n",
 			k.Upstream, len(missing), sha, strings.Join(missing, " "))
-		if info.Commit, err = commitWithout(k.master, sha, missing); err != nil {
-			return info, err
-		}
-		info.Made = append(info.Made, "without "+strings.Join(missing, ", ")+" (blobs absent from "+k.Upstream+")")
-	}
-	if _, err := gitIn(k.master, "checkout", "-q", "-f", "-B", "check/base", info.Commit); err != nil {
+		commit, err := commitWithout(k.master, sha, missing)
+		return commit, []string{"without " + strings.Join(missing, ", ") + " (blobs absent from " + k.Upstream + ")"}, err
+	})
+	if err != nil {
 		return info, err
 	}
 	k.masterBase = info.Commit
@@ -301,15 +269,31 @@ func (k *checker) prepareMaster() (TreeInfo, error) {
 	return info, nil
 }
 
-// clone makes dir a fresh clone of Upstream sharing its objects.
-func (k *checker) clone(dir string) error {
+// checkout makes dir a fresh clone of Upstream sharing its objects, with
+// info's commit checked out as check/base; when the repository lacks
+// blobs of that commit, fix makes the commit to check out instead.
+func (k *checker) checkout(dir string, info *TreeInfo, fix func(missing []string) (commit string, made []string, err error)) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(k.Work, 0o755); err != nil {
 		return err
 	}
-	_, err := gitIn(k.Work, "clone", "-q", "--shared", "--no-checkout", k.Upstream, dir)
+	if _, err := gitIn(k.Work, "clone", "-q", "--shared", "--no-checkout", k.Upstream, dir); err != nil {
+		return err
+	}
+	missing, err := missingBlobs(dir, info.Commit)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		commit, made, err := fix(missing)
+		if err != nil {
+			return err
+		}
+		info.Commit, info.Made = commit, append(info.Made, made...)
+	}
+	_, err = gitIn(dir, "checkout", "-q", "-f", "-B", "check/base", info.Commit)
 	return err
 }
 
@@ -348,21 +332,7 @@ func (k *checker) prepareGo(masterSHA string) (TreeInfo, error) {
 	fmt.Fprintf(k.Log, "upstream-check: go tree: %s %q merges master %.12s\n", goSHA, subject, masterSHA)
 	k.goTree = filepath.Join(k.Work, "go")
 	k.bin = filepath.Join(k.Work, "bin")
-	if err := k.clone(k.goTree); err != nil {
-		return info, err
-	}
-	missing, err := missingBlobs(k.goTree, goSHA)
-	if err != nil {
-		return info, err
-	}
-	if len(missing) > 0 {
-		commit, made, err := k.fillFromModule(goSHA, missing)
-		if err != nil {
-			return info, err
-		}
-		info.Commit, info.Made = commit, append(info.Made, made...)
-	}
-	if _, err := gitIn(k.goTree, "checkout", "-q", "-f", "-B", "check/base", info.Commit); err != nil {
+	if err := k.checkout(k.goTree, &info, func(missing []string) (string, []string, error) { return k.fillFromModule(goSHA, missing) }); err != nil {
 		return info, err
 	}
 	commit, made, err := k.addMasterTests(masterSHA)
@@ -383,48 +353,40 @@ func (k *checker) prepareGo(masterSHA string) (TreeInfo, error) {
 // fillFromModule commits goSHA's tree with the missing files' content
 // taken from the pinned module.
 func (k *checker) fillFromModule(goSHA string, missing []string) (string, []string, error) {
-	index := filepath.Join(k.goTree, ".git", "upstream-check.index")
-	defer os.Remove(index)
-	env := []string{"GIT_INDEX_FILE=" + index}
-	if _, err := run(k.goTree, env, "git", "read-tree", goSHA); err != nil {
-		return "", nil, err
-	}
 	var made []string
-	for _, p := range missing {
-		src := filepath.Join(k.Module.Dir, filepath.FromSlash(p))
-		if k.Module.Dir == "" {
-			return "", nil, fmt.Errorf("go commit %.12s: %s lacks the blob of %s, and no module was given to take it from", goSHA, k.Upstream, p)
+	commit, err := commitIndex(k.goTree, goSHA, func(env []string) (string, error) {
+		for _, p := range missing {
+			src := filepath.Join(k.Module.Dir, filepath.FromSlash(p))
+			if k.Module.Dir == "" {
+				return "", fmt.Errorf("go commit %.12s: %s lacks the blob of %s, and no module was given to take it from", goSHA, k.Upstream, p)
+			}
+			if _, err := os.Stat(src); err != nil {
+				return "", fmt.Errorf("go commit %.12s: %s lacks the blob of %s, and %s@%s has no such file either: %w", goSHA, k.Upstream, p, runscbuild.ModulePath, k.Module.Version, err)
+			}
+			want, err := gitLine(k.goTree, "rev-parse", goSHA+":"+p)
+			if err != nil {
+				return "", err
+			}
+			blob, err := gitLine(k.goTree, "hash-object", "-w", "--no-filters", src)
+			if err != nil {
+				return "", err
+			}
+			mode, err := gitLine(k.goTree, "ls-tree", "--format=%(objectmode)", goSHA, "--", p)
+			if err != nil {
+				return "", err
+			}
+			if _, err := run(k.goTree, env, "git", "update-index", "--cacheinfo", mode+","+blob+","+p); err != nil {
+				return "", err
+			}
+			same := "the same blob"
+			if blob != want {
+				same = fmt.Sprintf("blob %.12s, where the go commit names %.12s", blob, want)
+			}
+			made = append(made, fmt.Sprintf("%s from %s@%s (%s): %s lacks it", p, runscbuild.ModulePath, k.Module.Version, same, k.Upstream))
 		}
-		if _, err := os.Stat(src); err != nil {
-			return "", nil, fmt.Errorf("go commit %.12s: %s lacks the blob of %s, and %s@%s has no such file either: %w", goSHA, k.Upstream, p, runscbuild.ModulePath, k.Module.Version, err)
-		}
-		want, err := gitLine(k.goTree, "rev-parse", goSHA+":"+p)
-		if err != nil {
-			return "", nil, err
-		}
-		blob, err := gitLine(k.goTree, "hash-object", "-w", "--no-filters", src)
-		if err != nil {
-			return "", nil, err
-		}
-		mode, err := gitLine(k.goTree, "ls-tree", "--format=%(objectmode)", goSHA, "--", p)
-		if err != nil {
-			return "", nil, err
-		}
-		if _, err := run(k.goTree, env, "git", "update-index", "--cacheinfo", mode+","+blob+","+p); err != nil {
-			return "", nil, err
-		}
-		same := "the same blob"
-		if blob != want {
-			same = fmt.Sprintf("blob %.12s, where the go commit names %.12s", blob, want)
-		}
-		made = append(made, fmt.Sprintf("%s from %s@%s (%s): %s lacks it", p, runscbuild.ModulePath, k.Module.Version, same, k.Upstream))
-	}
-	tree, err := run(k.goTree, env, "git", "write-tree")
-	if err != nil {
-		return "", nil, err
-	}
-	c, err := gitLine(k.goTree, "commit-tree", strings.TrimSpace(tree), "-p", goSHA, "-m", "upstream-check: files the repository lacks, from the pinned module\n\n"+strings.Join(made, "\n"))
-	return c, made, err
+		return "upstream-check: files the repository lacks, from the pinned module\n\n" + strings.Join(made, "\n"), nil
+	})
+	return commit, made, err
 }
 
 // addMasterTests checks out master's _test.go files (and testdata) of the
@@ -434,7 +396,7 @@ func (k *checker) fillFromModule(goSHA string, missing []string) (string, []stri
 func (k *checker) addMasterTests(masterSHA string) (string, []string, error) {
 	var files, testPkgs, left []string
 	for _, pkg := range k.pkgs {
-		out, err := gitIn(k.goTree, "ls-tree", "--format=%(objecttype) %(path)", masterSHA, "--", pkg+"/")
+		entries, err := k.lsTree(masterSHA, pkg)
 		if err != nil {
 			return "", nil, err
 		}
@@ -443,8 +405,8 @@ func (k *checker) addMasterTests(masterSHA string) (string, []string, error) {
 			return "", nil, err
 		}
 		n := 0
-		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-			typ, p, _ := strings.Cut(l, " ")
+		for _, e := range entries {
+			typ, p, _ := strings.Cut(e, " ")
 			if typ == "blob" && strings.HasSuffix(p, "_test.go") {
 				// Bazel lets a test file of a folder be a package of
 				// its own; the go command does not.
@@ -485,13 +447,13 @@ func (k *checker) addMasterTests(masterSHA string) (string, []string, error) {
 			return "", nil, fmt.Errorf("master's tests still import packages the go tree lacks after 20 rounds: %s", strings.Join(missing, " "))
 		}
 		for _, dir := range missing {
-			out, err := gitIn(k.goTree, "ls-tree", "--format=%(objecttype) %(path)", masterSHA, "--", dir+"/")
+			entries, err := k.lsTree(masterSHA, dir)
 			if err != nil {
 				return "", nil, err
 			}
 			var fs []string
-			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-				typ, p, _ := strings.Cut(l, " ")
+			for _, e := range entries {
+				typ, p, _ := strings.Cut(e, " ")
 				if typ == "blob" && !strings.HasSuffix(p, "_test.go") && path.Base(p) != "BUILD" {
 					fs = append(fs, p)
 				}
@@ -536,6 +498,13 @@ func (k *checker) addMasterTests(masterSHA string) (string, []string, error) {
 	}
 	c, err := gitLine(k.goTree, "rev-parse", "HEAD")
 	return c, made, err
+}
+
+// lsTree lists the entries of folder dir at rev in the go tree, as
+// "TYPE PATH" (blob or tree).
+func (k *checker) lsTree(rev, dir string) ([]string, error) {
+	out, err := gitLine(k.goTree, "ls-tree", "--format=%(objecttype) %(path)", rev, "--", dir+"/")
+	return strings.Split(out, "\n"), err
 }
 
 // missingImports lists the folders of the tree's own module (gVisor's)
@@ -593,34 +562,37 @@ func (k *checker) checkBase() error {
 	return nil
 }
 
-// change is a file a set of patches touches.
-type change struct {
-	path           string
-	added, deleted bool
-}
-
-func changes(patches []runscbuild.Patch) []change {
-	var out []change
+// changes lists the files patches touch, in order.
+func changes(patches []runscbuild.Patch) []patchmail.FileChange {
+	var out []patchmail.FileChange
 	for _, p := range patches {
 		data, err := os.ReadFile(p.Path)
 		if err != nil {
 			continue // ReadSeries checked they exist
 		}
-		for _, f := range patchmail.Files(data) {
-			out = append(out, change{path: f.Path, added: f.Added, deleted: f.Deleted})
+		out = append(out, patchmail.Files(data)...)
+	}
+	return out
+}
+
+// kept lists, once each, the files of cs that end in suffix and are left
+// in the tree.
+func kept(cs []patchmail.FileChange, suffix string) []string {
+	var out []string
+	for _, c := range cs {
+		if strings.HasSuffix(c.Path, suffix) && !c.Deleted && !slices.Contains(out, c.Path) {
+			out = append(out, c.Path)
 		}
 	}
 	return out
 }
 
 // goPackages lists the folders of the Go files changes leave in the tree.
-func goPackages(cs []change) []string {
+func goPackages(cs []patchmail.FileChange) []string {
 	var pkgs []string
-	for _, c := range cs {
-		if strings.HasSuffix(c.path, ".go") && !c.deleted {
-			if d := path.Dir(c.path); !slices.Contains(pkgs, d) {
-				pkgs = append(pkgs, d)
-			}
+	for _, f := range kept(cs, ".go") {
+		if d := path.Dir(f); !slices.Contains(pkgs, d) {
+			pkgs = append(pkgs, d)
 		}
 	}
 	sort.Strings(pkgs)
@@ -630,12 +602,8 @@ func goPackages(cs []change) []string {
 func patchRefs(patches []runscbuild.Patch) []PatchRef {
 	var out []PatchRef
 	for _, p := range patches {
-		ref := PatchRef{Name: p.Name}
-		if data, err := os.ReadFile(p.Path); err == nil {
-			sum := sha256.Sum256(data)
-			ref.SHA256 = hex.EncodeToString(sum[:])
-		}
-		out = append(out, ref)
+		sum, _ := runscbuild.FileSHA256(p.Path)
+		out = append(out, PatchRef{Name: p.Name, SHA256: sum})
 	}
 	return out
 }
@@ -645,12 +613,11 @@ func (k *checker) row(kind string, pr runscbuild.PR, needs []runscbuild.PR) Resu
 	start := time.Now()
 	k.step++
 	all := runscbuild.PatchesOf(append(slices.Clone(needs), pr)...)
-	r := Result{Patches: patchRefs(all)}
+	cs := changes(pr.Patches)
+	r := Result{Patches: patchRefs(all), Packages: goPackages(cs)}
 	for _, n := range needs {
 		r.Needs = append(r.Needs, n.Name)
 	}
-	cs := changes(pr.Patches)
-	r.Packages = goPackages(cs)
 	label := fmt.Sprintf("[%d/%d] %s %s", k.step, k.steps, pr.Name, kind)
 	fmt.Fprintf(k.Log, "upstream-check: %s: %d patches (%s)\n", label, len(all), strings.Join(append(slices.Clone(r.Needs), pr.Name), " "))
 
@@ -753,7 +720,13 @@ func readMutationLists(s *runscbuild.Series) (map[string]*mutationList, error) {
 		}
 		sum := sha256.Sum256(data)
 		l := &mutationList{name: name, sha256: hex.EncodeToString(sum[:]), mutations: ms, blocks: len(ms)}
-		for _, e := range unjoin(err) {
+		var errs []error // ParseMutations' errors.Join, one a block
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap()
+		} else if err != nil {
+			errs = []error{err}
+		}
+		for _, e := range errs {
 			var me *runscbuild.MutationError
 			if !errors.As(e, &me) {
 				return nil, e
@@ -766,17 +739,6 @@ func readMutationLists(s *runscbuild.Series) (map[string]*mutationList, error) {
 		out[pr.Name] = l
 	}
 	return out, nil
-}
-
-// unjoin splits an errors.Join error into its errors.
-func unjoin(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 // apply checks out base in dir (on branch, or detached when branch is "")
@@ -842,10 +804,7 @@ func (k *checker) goSteps(label string, r *Result) {
 	if len(r.Packages) == 0 {
 		return
 	}
-	var pkgs []string
-	for _, p := range r.Packages {
-		pkgs = append(pkgs, "./"+p)
-	}
+	pkgs := dotSlash(r.Packages)
 	r.Vet = timed("vet "+strings.Join(pkgs, " "), func() Step { return k.vet(pkgs) })
 	if !r.Vet.OK {
 		k.detail(label, "go vet", r.Vet.Detail)
@@ -896,13 +855,8 @@ func failingLines(s string) string {
 	return strings.Join(keep, "; ")
 }
 
-func (k *checker) gofmt(cs []change) Step {
-	var files []string
-	for _, c := range cs {
-		if strings.HasSuffix(c.path, ".go") && !c.deleted && !slices.Contains(files, c.path) {
-			files = append(files, c.path)
-		}
-	}
+func (k *checker) gofmt(cs []patchmail.FileChange) Step {
+	files := kept(cs, ".go")
 	if len(files) == 0 {
 		return Step{}
 	}
@@ -919,17 +873,17 @@ func (k *checker) gofmt(cs []change) Step {
 // bazelSrcs: upstream builds with Bazel, so every Go file a pull request
 // adds must be named in its folder's BUILD file (go_library or go_test
 // srcs). Without Bazel this is the check that catches a forgotten entry.
-func (k *checker) bazelSrcs(cs []change) Step {
+func (k *checker) bazelSrcs(cs []patchmail.FileChange) Step {
 	var missing []string
 	added := 0
 	for _, c := range cs {
-		if !c.added || c.deleted || !strings.HasSuffix(c.path, ".go") {
+		if !c.Added || c.Deleted || !strings.HasSuffix(c.Path, ".go") {
 			continue
 		}
 		added++
-		build, err := os.ReadFile(filepath.Join(k.master, filepath.FromSlash(path.Dir(c.path)), "BUILD"))
-		if err != nil || !bytes.Contains(build, []byte(`"`+path.Base(c.path)+`"`)) {
-			missing = append(missing, c.path)
+		build, err := os.ReadFile(filepath.Join(k.master, filepath.FromSlash(path.Dir(c.Path)), "BUILD"))
+		if err != nil || !bytes.Contains(build, []byte(`"`+path.Base(c.Path)+`"`)) {
+			missing = append(missing, c.Path)
 		}
 	}
 	if added == 0 {
@@ -942,20 +896,11 @@ func (k *checker) bazelSrcs(cs []change) Step {
 }
 
 // ownTest: a pull request that changes Go code brings a test of its own.
-func ownTest(cs []change) Step {
-	var tests []string
-	code := false
-	for _, c := range cs {
-		switch {
-		case strings.HasSuffix(c.path, "_test.go") && !c.deleted:
-			if !slices.Contains(tests, c.path) {
-				tests = append(tests, c.path)
-			}
-		case strings.HasSuffix(c.path, ".go"):
-			code = true
-		}
-	}
-	if !code {
+func ownTest(cs []patchmail.FileChange) Step {
+	tests := kept(cs, "_test.go")
+	if !slices.ContainsFunc(cs, func(c patchmail.FileChange) bool {
+		return strings.HasSuffix(c.Path, ".go") && !(strings.HasSuffix(c.Path, "_test.go") && !c.Deleted)
+	}) {
 		return Step{}
 	}
 	if len(tests) == 0 {
@@ -966,12 +911,6 @@ func ownTest(cs []change) Step {
 		n = "1 test file"
 	}
 	return Step{Ran: true, OK: true, Note: n}
-}
-
-// marshalIndent is json.MarshalIndent with a final newline.
-func marshalIndent(v any) ([]byte, error) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	return append(b, '\n'), err
 }
 
 // missingBlobs lists the files of commit whose blobs are not in the object
@@ -1014,22 +953,31 @@ func missingBlobs(repo, commit string) ([]string, error) {
 // commitWithout commits commit's tree minus paths, through a temporary
 // index, and returns the new commit.
 func commitWithout(repo, commit string, paths []string) (string, error) {
+	return commitIndex(repo, commit, func(env []string) (string, error) {
+		_, err := run(repo, env, "git", append([]string{"rm", "-q", "--cached", "--"}, paths...)...)
+		return "upstream-check: drop files missing from the object store\n\n" + strings.Join(paths, "\n"), err
+	})
+}
+
+// commitIndex commits, as a child of commit, commit's tree as edit leaves
+// it in a temporary index (edit's git commands take env to use it), with
+// the message edit returns.
+func commitIndex(repo, commit string, edit func(env []string) (msg string, err error)) (string, error) {
 	index := filepath.Join(repo, ".git", "upstream-check.index")
 	defer os.Remove(index)
 	env := []string{"GIT_INDEX_FILE=" + index}
 	if _, err := run(repo, env, "git", "read-tree", commit); err != nil {
 		return "", err
 	}
-	if _, err := run(repo, env, "git", append([]string{"rm", "-q", "--cached", "--"}, paths...)...); err != nil {
+	msg, err := edit(env)
+	if err != nil {
 		return "", err
 	}
 	tree, err := run(repo, env, "git", "write-tree")
 	if err != nil {
 		return "", err
 	}
-	msg := "upstream-check: drop files missing from the object store\n\n" + strings.Join(paths, "\n")
-	c, err := gitIn(repo, "commit-tree", strings.TrimSpace(tree), "-p", commit, "-m", msg)
-	return strings.TrimSpace(c), err
+	return gitLine(repo, "commit-tree", strings.TrimSpace(tree), "-p", commit, "-m", msg)
 }
 
 // packageName is the package of the non-test Go files in dir ("" when it
@@ -1112,10 +1060,8 @@ func (k *checker) vet(pkgs []string) Step {
 	for f, n := range k.vetFindings {
 		if extra := n - k.baseVet[f]; extra > 0 {
 			fresh = append(fresh, fmt.Sprintf("%s (x%d)", f, extra))
-			known += n - extra
-		} else {
-			known += n
 		}
+		known += min(n, k.baseVet[f])
 	}
 	sort.Strings(fresh)
 	if len(fresh) > 0 {
@@ -1135,15 +1081,11 @@ func snapshot(s *runscbuild.Series, dir string) (*runscbuild.Series, error) {
 	for _, pr := range s.All() {
 		pr.Patches = slices.Clone(pr.Patches)
 		for i, p := range pr.Patches {
-			data, err := os.ReadFile(p.Path)
-			if err != nil {
-				return nil, err
-			}
 			dst := filepath.Join(dir, filepath.FromSlash(p.Name))
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 				return nil, err
 			}
-			if err := os.WriteFile(dst, data, 0o644); err != nil {
+			if err := runscbuild.CopyFile(p.Path, dst, 0o644); err != nil {
 				return nil, err
 			}
 			pr.Patches[i].Path = dst

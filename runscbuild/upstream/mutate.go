@@ -189,7 +189,7 @@ func (k *checker) mutant(label string, mu runscbuild.Mutation, pkgs []string) (r
 		res.Outcome, res.Note = DoesNotCompile, s.Note
 		return res, nil
 	}
-	res.CaughtBy = k.freshFailures()
+	res.CaughtBy = failures(k.failed, k.baseFailures)
 	res.Outcome = Survived
 	if len(res.CaughtBy) > 0 {
 		res.Outcome = Caught
@@ -205,19 +205,4 @@ func by(r Mutant) string {
 		return ": " + r.Note
 	}
 	return ""
-}
-
-// freshFailures lists the last test step's failures that do not fail
-// before any patch, as package.Test, sorted.
-func (k *checker) freshFailures() []string {
-	var out []string
-	for pkg, tests := range k.failed {
-		for _, t := range tests {
-			if !slices.Contains(k.baseFailures[pkg], t) {
-				out = append(out, pkg+"."+t)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }

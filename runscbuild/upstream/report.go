@@ -1,10 +1,12 @@
 package upstream
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -28,15 +30,8 @@ func (r *Report) Markdown() string {
 		b.WriteString("\n")
 	}
 	b.WriteString("\nOn master: git am, gofmt, BUILD entries, a test of its own. On go: git am (BUILD hunks left out: the go branch has no BUILD files), `go build ./runsc/...` (and the touched packages outside runsc), `go vet` and the unit tests of the touched packages, run as nobody in a private mount namespace with no host cgroupfs. A row that does not build on go fails: no other tree is tried.\n\n")
-	if len(r.VetOnly) > 0 {
-		var ps []string
-		for p := range r.VetOnly {
-			ps = append(ps, p)
-		}
-		sort.Strings(ps)
-		for _, p := range ps {
-			fmt.Fprintf(&b, "Vetted, not run: upstream's test files of %s (%s); the tests a pull request adds in new files there run.\n\n", p, r.VetOnly[p])
-		}
+	for _, p := range slices.Sorted(maps.Keys(r.VetOnly)) {
+		fmt.Fprintf(&b, "Vetted, not run: upstream's test files of %s (%s); the tests a pull request adds in new files there run.\n\n", p, r.VetOnly[p])
 	}
 	if len(r.BaseVet) > 0 {
 		n := 0
@@ -50,15 +45,13 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString("| PR | check | patches applied (sha256) | master: am / gofmt / BUILD / own test | go: am / build / vet / test | seconds | verdict |\n|---|---|---|---|---|---|---|\n")
 	for _, v := range r.Verdicts {
-		rows := []struct {
+		type row struct {
 			kind string
 			res  Result
-		}{{"alone", v.Alone}}
+		}
+		rows := []row{{"alone", v.Alone}}
 		if v.InOrder != nil {
-			rows = append(rows, struct {
-				kind string
-				res  Result
-			}{"in order", *v.InOrder})
+			rows = append(rows, row{"in order", *v.InOrder})
 		} else if v.SameAsAlone {
 			rows[0].kind = "alone = in order"
 		}
@@ -67,15 +60,11 @@ func (r *Report) Markdown() string {
 			for _, p := range row.res.Patches {
 				ps = append(ps, fmt.Sprintf("%s `%.12s`", p.Name, p.SHA256))
 			}
-			verdict := "PASS"
-			if !row.res.OK() {
-				verdict = "**FAIL**"
-			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s / %s / %s / %s | %s / %s / %s / %s | %.0f | %s |\n", v.name(), row.kind,
 				strings.Join(ps, "<br>"),
 				cell(row.res.MasterApply), cell(row.res.Gofmt), cell(row.res.BazelSrcs), cell(row.res.OwnTest),
 				cell(row.res.GoApply), cell(row.res.Build), cell(row.res.Vet), cell(row.res.Test),
-				row.res.Seconds, verdict)
+				row.res.Seconds, verdict(row.res.OK()))
 		}
 	}
 	b.WriteString(r.aloneSection())
@@ -89,8 +78,13 @@ func (r *Report) Markdown() string {
 	return b.String()
 }
 
-func cell(s Step) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s.word(), "|", "\\|"), "\n", " ")
+func cell(s Step) string { return esc(s.word()) }
+
+func verdict(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "**FAIL**"
 }
 
 // WriteFiles writes report.json and report.md into dir.
@@ -98,11 +92,11 @@ func (r *Report) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	js, err := marshalIndent(r)
+	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), js, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644)
@@ -142,11 +136,7 @@ func (r *Report) aloneSection() string {
 		} else if a.Mutants.OK || (!a.Mutants.Ran && a.Mutants.Note != "") {
 			muts = a.Mutants.Note
 		}
-		verdict := "PASS"
-		if !a.OK() {
-			verdict = "**FAIL**"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", v.name(), esc(tree), tests, cell(a.OwnTests), esc(muts), verdict)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", v.name(), esc(tree), tests, cell(a.OwnTests), esc(muts), verdict(a.OK()))
 	}
 	for _, v := range r.Verdicts {
 		m := v.Alone.Mutated

@@ -34,9 +34,7 @@ exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --boundi
 }
 
 var (
-	topFail = regexp.MustCompile(`^--- FAIL: (\S+)`)
-	topPass = regexp.MustCompile(`^--- PASS: (\S+)`)
-	topSkip = regexp.MustCompile(`^--- SKIP: (\S+)`)
+	topTest = regexp.MustCompile(`^--- (PASS|SKIP|FAIL): (\S+)`)
 	// A test binary that runs out of time panics and names the tests
 	// still running, one a line, with their time.
 	timedOut     = regexp.MustCompile(`^panic: test timed out after `)
@@ -56,13 +54,11 @@ func parseTestOutput(out string) testRun {
 	var r testRun
 	timeout := false
 	for _, l := range strings.Split(out, "\n") {
+		m := topTest.FindStringSubmatch(l)
 		switch {
-		case topFail.MatchString(l):
-			r.Failed = append(r.Failed, topFail.FindStringSubmatch(l)[1])
-		case topPass.MatchString(l):
-			r.Passed = append(r.Passed, topPass.FindStringSubmatch(l)[1])
-		case topSkip.MatchString(l):
-			r.Skipped = append(r.Skipped, topSkip.FindStringSubmatch(l)[1])
+		case m != nil:
+			list := map[string]*[]string{"PASS": &r.Passed, "SKIP": &r.Skipped, "FAIL": &r.Failed}[m[1]]
+			*list = append(*list, m[2])
 		case timedOut.MatchString(l):
 			timeout = true
 		case timeout && stillRunning.MatchString(l):
@@ -103,22 +99,10 @@ const testTimeout = 10 * time.Minute
 func (k *checker) test(label string, pkgs []string, timeout time.Duration) Step {
 	k.failed, k.hard = map[string][]string{}, false
 	k.ran, k.counts = map[string]map[string]string{}, Counts{}
-	if err := os.RemoveAll(k.bin); err != nil {
-		return Step{Ran: true, Note: err.Error(), Detail: err.Error()}
-	}
-	tmp := filepath.Join(k.bin, "tmp")
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return Step{Ran: true, Note: err.Error(), Detail: err.Error()}
-	}
 	// nobody runs the binaries and writes its temporary files here.
-	for _, d := range []string{k.bin, tmp} {
-		mode := os.FileMode(0o755)
-		if d == tmp {
-			mode = 0o1777
-		}
-		if err := os.Chmod(d, mode); err != nil {
-			return Step{Ran: true, Note: err.Error(), Detail: err.Error()}
-		}
+	tmp := filepath.Join(k.bin, "tmp")
+	if err := errors.Join(os.RemoveAll(k.bin), os.MkdirAll(tmp, 0o755), os.Chmod(k.bin, 0o755), os.Chmod(tmp, 0o1777)); err != nil {
+		return errStep(err)
 	}
 	var notes []string
 	var detail strings.Builder
@@ -132,7 +116,7 @@ func (k *checker) test(label string, pkgs []string, timeout time.Duration) Step 
 		if _, vetOnly := k.VetOnly[pkg]; vetOnly {
 			overlay, n, err := k.overlay(pkg)
 			if err != nil {
-				return Step{Ran: true, Note: err.Error(), Detail: err.Error()}
+				return errStep(err)
 			}
 			if n == len(tests) {
 				notes = append(notes, pkg+": vetted only")
@@ -153,7 +137,7 @@ func (k *checker) test(label string, pkgs []string, timeout time.Duration) Step 
 		if k.Sandbox != nil {
 			if cmd, err = k.Sandbox(cmd); err != nil {
 				k.hard = true
-				return Step{Ran: true, Note: err.Error(), Detail: err.Error()}
+				return errStep(err)
 			}
 		}
 		runErr := cmd.Run()
@@ -217,37 +201,30 @@ func (k *checker) overlay(pkg string) (string, int, error) {
 // judgeTests passes a test step whose only failures already fail before
 // any patch (checkBase), and says so.
 func (k *checker) judgeTests(s Step) Step {
-	if !s.Ran || s.OK || k.hard {
-		return s
-	}
-	var known, fresh []string
-	for pkg, tests := range k.failed {
-		for _, t := range tests {
-			if slices.Contains(k.baseFailures[pkg], t) {
-				known = append(known, pkg+"."+t)
-			} else {
-				fresh = append(fresh, pkg+"."+t)
-			}
-		}
-	}
-	sort.Strings(known)
-	if len(fresh) > 0 {
+	if !s.Ran || s.OK || k.hard || len(failures(k.failed, k.baseFailures)) > 0 {
 		return s
 	}
 	s.OK = true
-	s.Note = "only tests that fail before any patch failed: " + strings.Join(known, " ")
+	s.Note = "only tests that fail before any patch failed: " + failedList(k.failed)
 	return s
 }
 
-func failedList(m map[string][]string) string {
+// failedList lists m's failing tests as package.Test, sorted, joined.
+func failedList(m map[string][]string) string { return strings.Join(failures(m, nil), " ") }
+
+// failures lists m's failing tests that base does not list, as
+// package.Test, sorted.
+func failures(m, base map[string][]string) []string {
 	var out []string
 	for pkg, tests := range m {
 		for _, t := range tests {
-			out = append(out, pkg+"."+t)
+			if !slices.Contains(base[pkg], t) {
+				out = append(out, pkg+"."+t)
+			}
 		}
 	}
 	sort.Strings(out)
-	return strings.Join(out, " ")
+	return out
 }
 
 // tail keeps the last n lines of s.

@@ -30,6 +30,9 @@ type Step struct {
 	Detail string `json:"-"`              // long, printed above the verdicts: the tool's output
 }
 
+// errStep is a step that failed with err.
+func errStep(err error) Step { return Step{Ran: true, Note: err.Error(), Detail: err.Error()} }
+
 func (s Step) word() string {
 	switch {
 	case !s.Ran:
@@ -159,13 +162,6 @@ func (v Verdict) OK() bool {
 	return v.Alone.OK() && (v.SameAsAlone || (v.InOrder != nil && v.InOrder.OK()))
 }
 
-func (v Verdict) kind() string {
-	if v.Carried {
-		return "carried"
-	}
-	return "PR"
-}
-
 // name is the PR's name in tables, marked when carried.
 func (v Verdict) name() string {
 	if v.Carried {
@@ -177,7 +173,7 @@ func (v Verdict) name() string {
 // Line is the one-line verdict.
 func (v Verdict) Line() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", v.kind(), v.PR)
+	fmt.Fprintf(&b, "%s %s", map[bool]string{true: "carried", false: "PR"}[v.Carried], v.PR)
 	if len(v.Alone.Needs) > 0 {
 		fmt.Fprintf(&b, " (on %s)", strings.Join(v.Alone.Needs, " "))
 	}

@@ -191,7 +191,11 @@ func (e *StaleError) Error() string {
 	fmt.Fprintf(&b, "%d pull requests' tables are not from their current patches' builds (stale: %s; build unproven: %s); no PR.md written for them:",
 		len(e.PRs), report.OrNone(stale), report.OrNone(unproven))
 	for _, r := range e.PRs {
-		fmt.Fprintf(&b, "\n  pull request %s, %s:", r.PR, tableName(r.Err.Selectors))
+		var names []string
+		for _, s := range r.Err.Selectors {
+			names = append(names, s.String())
+		}
+		fmt.Fprintf(&b, "\n  pull request %s, table of %s:", r.PR, strings.Join(names, " "))
 		for _, p := range r.Err.Problems {
 			fmt.Fprintf(&b, "\n    %s", p)
 		}
@@ -201,14 +205,6 @@ func (e *StaleError) Error() string {
 		b.WriteString("\n  (-allow-unproven, ALLOW_UNPROVEN=1 for make, prints the unproven tables marked \"Build unproven\")")
 	}
 	return b.String()
-}
-
-func tableName(sels []prtext.Selector) string {
-	var names []string
-	for _, s := range sels {
-		names = append(names, s.String())
-	}
-	return "table of " + strings.Join(names, " ")
 }
 
 // prepareOut makes out, or empties it if Write made it; any other

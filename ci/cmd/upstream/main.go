@@ -1,14 +1,9 @@
 // Command upstream prepares patches/series for gVisor: it writes the pull
-// requests with the sender's authorship and their descriptions, checks them
-// on an upstream checkout, and keeps the committed patches neutral.
-//
-//	upstream series -out DIR [-report report.json] [-allow-unproven] [-author-name N -author-email E]
-//	upstream check -dir GVISOR [-base REV] [-go-ref BRANCH] [-prs NN-name,...]
-//	upstream neutralize FILE...   # From: placeholder, one Assisted-by trailer
-//	upstream sync                 # WORKSPACE's patch list from patches/series
-//	upstream evidence [MATRIX-FLAG...]  # the matrix run behind the PR.md tables
-//	upstream tests -dir GVISOR [-rev REV] [-prs] [-- MATRIX-FLAG...]  # the series' tests in
-//	                              # upstream's files, in the VMs, patched and stock
+// requests with the sender's authorship and their descriptions (series),
+// checks them on an upstream checkout (check), keeps the committed patches
+// neutral (neutralize) and WORKSPACE in step (sync), and runs the matrix
+// behind the PR.md tables (evidence) and the series' tests in upstream's
+// files in the VMs (tests). The subcommands' flags are in usage below.
 //
 // See README, "Sending the series upstream".
 package main
@@ -21,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/runsc-cgroups/cgconform/runscbuild"
 	"github.com/runsc-cgroups/cgconform/runscbuild/patchmail"
@@ -80,6 +76,16 @@ func fail(err error) {
 
 func readSeries(root string) (*runscbuild.Series, error) {
 	return runscbuild.ReadSeries(filepath.Join(root, "patches", runscbuild.SeriesFile))
+}
+
+// load reads the series and resolves the pinned gVisor module.
+func load(root string) (*runscbuild.Series, runscbuild.Module, error) {
+	s, err := readSeries(root)
+	if err != nil {
+		return nil, runscbuild.Module{}, err
+	}
+	m, err := runscbuild.ResolveModule(root)
+	return s, m, err
 }
 
 // cmdNeutralize rewrites patch files in place: the From: placeholder, no
@@ -144,11 +150,7 @@ func cmdTests(root string, args []string) error {
 	if *dir == "" {
 		return fmt.Errorf("tests needs -dir: a gVisor checkout (README, \"Upstream's tests\")")
 	}
-	s, err := readSeries(root)
-	if err != nil {
-		return err
-	}
-	m, err := runscbuild.ResolveModule(root)
+	s, m, err := load(root)
 	if err != nil {
 		return err
 	}
@@ -164,18 +166,14 @@ func cmdTests(root string, args []string) error {
 		testsOnly bool
 	}
 	builds := []build{{upstream.TestRun{Name: "patched", Tests: all}, s.Patches(), false}, {upstream.TestRun{Name: "stock", Tests: all}, s.Patches(), true}}
-	cfg := runscbuild.Config{RepoRoot: root, WorkDir: filepath.Join(root, "work"), BinDir: filepath.Join(root, "bin"), Log: os.Stderr}
+	cfg := runscbuild.DefaultConfig(root)
 	unlock, err := runscbuild.Lock(cfg.WorkDir, os.Stderr)
 	if err != nil {
 		return err
 	}
 	// Held while building only, not through the VMs' run.
-	locked := true
-	defer func() {
-		if locked {
-			unlock()
-		}
-	}()
+	unlock = sync.OnceFunc(unlock)
+	defer unlock()
 	// Each test binary runs against the runsc of the same patches.
 	for _, f := range []runscbuild.Flavor{{Name: "stock"}, {Name: "patched", Patches: s.Patches()}} {
 		if _, err := runscbuild.Ensure(cfg, m, f); err != nil {
@@ -212,7 +210,6 @@ func cmdTests(root string, args []string) error {
 		bins = append(bins, b.run.Binary(), "runsc-"+b.run.Name)
 	}
 	unlock()
-	locked = false
 	// A fresh folder: the report reads every mode's outputs in it.
 	out := filepath.Join(root, "out", "upstream-tests")
 	if err := os.RemoveAll(out); err != nil {
@@ -337,11 +334,7 @@ func cmdCheck(root string, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := readSeries(root)
-	if err != nil {
-		return err
-	}
-	m, err := runscbuild.ResolveModule(root)
+	s, m, err := load(root)
 	if err != nil {
 		return err
 	}
