@@ -93,7 +93,7 @@ type Build struct {
 	GVisor string `json:"gvisor"`
 	// Patches are the files applied, in order; none for stock runsc.
 	Patches []PatchFile `json:"patches,omitempty"`
-	// Digest is one digest over the patches (runscbuild.SeriesHash): the
+	// Digest is one digest over the patches (runscbuild.BuildOf): the
 	// +cgpatches suffix of the binary's runsc --version; "" for stock.
 	Digest string `json:"digest,omitempty"`
 	// Binary is the sha256 of the binary built.
