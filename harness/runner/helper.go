@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/moby/sys/mountinfo"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,10 +56,7 @@ const nestedLeaf = "supervisor"
 // processes into dir's leaf and enabled controllers, dir takes no processes
 // (EBUSY): a new process of the caller is born in the leaf, so join that.
 func joinCgroup(dir string, pid int) error {
-	write := func(d string) error {
-		return os.WriteFile(d+"/cgroup.procs", []byte(fmt.Sprint(pid)), 0o644)
-	}
-	err := write(dir)
+	err := cgroupfs.WritePid(dir, pid)
 	if !errors.Is(err, unix.EBUSY) {
 		return err
 	}
@@ -66,7 +64,7 @@ func joinCgroup(dir string, pid int) error {
 	if _, serr := os.Stat(leaf); serr != nil {
 		return err
 	}
-	return write(leaf)
+	return cgroupfs.WritePid(leaf, pid)
 }
 
 func execInCgroup(args []string) int {

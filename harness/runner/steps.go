@@ -604,10 +604,9 @@ func (r *Runner) joinStep(ctx context.Context, cs *caseState, st *casefile.Step,
 // killProcessStep SIGKILLs a setup process and waits until it is gone.
 func (r *Runner) killProcessStep(cs *caseState, st *casefile.Step) report.Step {
 	p := cs.foreign[st.Process]
-	pid := p.PID
-	rec := report.Step{ID: st.ID, Do: st.Do, Note: fmt.Sprintf("SIGKILL %s pid %d", st.Process, pid)}
+	rec := report.Step{ID: st.ID, Do: st.Do, Note: fmt.Sprintf("SIGKILL %s pid %d", st.Process, p.PID)}
 	if left := killAndWait([]proc.Process{p}, r.scaled(10*time.Second)); len(left) > 0 {
-		cs.fail(st.ID, fmt.Sprintf("%s (pid %d) survived SIGKILL", st.Process, pid), "")
+		cs.fail(st.ID, fmt.Sprintf("%s (pid %d) survived SIGKILL", st.Process, p.PID), "")
 		rec.Error = "survived SIGKILL"
 	}
 	return rec
@@ -714,15 +713,14 @@ func (r *Runner) waitStoppedStep(ctx context.Context, cs *caseState, st *casefil
 // is its owner's to remove (a kubelet's pod slice), so that what is left
 // after it is the runtime's.
 func (r *Runner) stopUnitStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
-	name := st.Unit
-	out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "stop", name))
+	out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "stop", st.Unit))
 	if err != nil {
 		// A runtime that started no unit made no slice: nothing to stop.
-		load, _ := r.reaper.output(exec.CommandContext(ctx, "systemctl", "show", "-p", "LoadState", "--value", name))
+		load, _ := r.reaper.output(exec.CommandContext(ctx, "systemctl", "show", "-p", "LoadState", "--value", st.Unit))
 		if strings.TrimSpace(string(load)) == "not-found" {
 			return report.Step{}, nil
 		}
-		msg := fmt.Sprintf("systemctl stop %s: %v: %s", name, err, strings.TrimSpace(string(out)))
+		msg := fmt.Sprintf("systemctl stop %s: %v: %s", st.Unit, err, strings.TrimSpace(string(out)))
 		cs.fail(st.ID, msg, "")
 		return report.Step{Error: msg}, nil
 	}
@@ -1112,10 +1110,9 @@ func (r *Runner) removeEmptyStep(cs *caseState, ref string) (note, msg, detail s
 // names) and its child cgroups.
 func holding(dir string) string {
 	var what []string
-	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	for _, pid := range strings.Fields(string(b)) {
-		comm, _ := os.ReadFile("/proc/" + pid + "/comm")
-		what = append(what, strings.TrimSpace("pid "+pid+" "+strings.TrimSpace(string(comm))))
+	pids, _ := cgroupfs.ReadProcs(dir)
+	for _, pid := range pids {
+		what = append(what, strings.TrimSpace(fmt.Sprintf("pid %d %s", pid, comm(pid))))
 	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {

@@ -72,7 +72,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	cs.baseline = r.snapshot(cs)
 	cs.callerControl = r.callerControl(cs)
 	var evidence []string
-	var created []string
+	madeAny := false // a cgroup added at any moment observed
 	exit := 0
 	for _, a := range []string{"create", "start"} {
 		if a == "create" {
@@ -81,7 +81,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 		res := r.runCommand(ctx, cs, sb, r.runtimeArgs(cs, sb, a, &casefile.Step{}), r.commandLimit())
 		sb.created = true
 		added, _ := diffSets(cs.baseline, r.snapshot(cs))
-		created = union(created, added)
+		madeAny = madeAny || len(added) > 0
 		evidence = append(evidence, fmt.Sprintf("%s exited %d in %.2fs: %s", a, res.exit, res.dur.Seconds(), check.LastLines(res.output, 3)))
 		if len(added) > 0 {
 			evidence = append(evidence, fmt.Sprintf("after %s, added: %s", a, strings.Join(groupByPath(added, len(r.host.Hierarchies)), ", ")))
@@ -129,7 +129,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	switch {
 	case exit == 0 && placed && clean:
 		rec.Category = report.Works
-	case exit != 0 && len(created) == 0 && clean:
+	case exit != 0 && !madeAny && clean:
 		rec.Category = report.Refused
 	default:
 		rec.Category = report.Neither
@@ -140,13 +140,4 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	}
 	r.scrub(cs)
 	return rec
-}
-
-func union(a, b []string) []string {
-	for _, x := range b {
-		if !slices.Contains(a, x) {
-			a = append(a, x)
-		}
-	}
-	return a
 }
