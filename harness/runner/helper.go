@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/moby/sys/mountinfo"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,11 +36,6 @@ const HelperCommand = "exec-in-cgroup"
 
 const mountCommand = "mount-cgroup2-exec"
 
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
 // HelperMain implements the re-exec subcommands; args excludes the
 // program name and the subcommand. It returns only on error.
 func HelperMain(sub string, args []string) int {
@@ -47,8 +45,7 @@ func HelperMain(sub string, args []string) int {
 	case mountCommand:
 		return mountAndExec(args)
 	}
-	fmt.Fprintf(os.Stderr, "cgconform: unknown helper %q\n", sub)
-	return 125
+	return helperFailed("cgconform: unknown helper %q", sub)
 }
 
 // nestedLeaf is where a nested runtime moves its caller's processes (runsc
@@ -59,10 +56,7 @@ const nestedLeaf = "supervisor"
 // processes into dir's leaf and enabled controllers, dir takes no processes
 // (EBUSY): a new process of the caller is born in the leaf, so join that.
 func joinCgroup(dir string, pid int) error {
-	write := func(d string) error {
-		return os.WriteFile(d+"/cgroup.procs", []byte(fmt.Sprint(pid)), 0o644)
-	}
-	err := write(dir)
+	err := cgroupfs.WritePid(dir, pid)
 	if !errors.Is(err, unix.EBUSY) {
 		return err
 	}
@@ -70,13 +64,13 @@ func joinCgroup(dir string, pid int) error {
 	if _, serr := os.Stat(leaf); serr != nil {
 		return err
 	}
-	return write(leaf)
+	return cgroupfs.WritePid(leaf, pid)
 }
 
 func execInCgroup(args []string) int {
 	fs := flag.NewFlagSet(HelperCommand, flag.ContinueOnError)
-	var join listFlag
-	fs.Var(&join, "join", "cgroup directory to join (repeatable)")
+	var join []string
+	fs.Func("join", "cgroup directory to join (repeatable)", func(d string) error { join = append(join, d); return nil })
 	newNS := fs.Bool("new-cgroupns", false, "exec in a new cgroup namespace rooted at the cgroups joined")
 	nsOf := fs.Int("cgroupns-of", 0, "run in the cgroup namespace of this PID and a new mount namespace with its cgroup hierarchies mounted from there")
 	readOnly := fs.Bool("read-only", false, "run in a new mount namespace where the cgroup hierarchies are read-only, as a pod that is not privileged sees them")
@@ -86,14 +80,12 @@ func execInCgroup(args []string) int {
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
-		fmt.Fprintln(os.Stderr, "cgconform exec-in-cgroup: no command")
-		return 125
+		return helperFailed("cgconform exec-in-cgroup: no command")
 	}
 	pid := os.Getpid()
 	for _, d := range join {
 		if err := joinCgroup(d, pid); err != nil {
-			fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: joining %s: %v\n", d, err)
-			return 125
+			return helperFailed("cgconform exec-in-cgroup: joining %s: %v", d, err)
 		}
 	}
 	if *mountnsOf != 0 {
@@ -107,21 +99,18 @@ func execInCgroup(args []string) int {
 	runtime.LockOSThread()
 	if *newNS {
 		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
-			fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: unshare(CLONE_NEWCGROUP): %v\n", err)
-			return 125
+			return helperFailed("cgconform exec-in-cgroup: unshare(CLONE_NEWCGROUP): %v", err)
 		}
 		return execve(argv)
 	}
 	if *nsOf != 0 {
 		if err := enterCgroupns(*nsOf); err != nil {
-			fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: %v\n", err)
-			return 125
+			return helperFailed("cgconform exec-in-cgroup: %v", err)
 		}
 	}
 	self, err := os.Executable()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 125
+		return helperFailed("%v", err)
 	}
 	mountArgs := []string{mountCommand}
 	if *readOnly {
@@ -137,8 +126,7 @@ func execInCgroup(args []string) int {
 		if ee, ok := err.(*exec.ExitError); ok {
 			return ee.ExitCode()
 		}
-		fmt.Fprintf(os.Stderr, "cgconform exec-in-cgroup: %v\n", err)
-		return 125
+		return helperFailed("cgconform exec-in-cgroup: %v", err)
 	}
 	return 0
 }
@@ -156,38 +144,31 @@ func enterCgroupns(pid int) error {
 }
 
 func mountAndExec(args []string) int {
-	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
-	if len(args) > 0 && args[0] == "--read-only" {
-		flags |= unix.MS_RDONLY
-		args = args[1:]
-	}
+	fs := flag.NewFlagSet(mountCommand, flag.ContinueOnError)
+	readOnly := fs.Bool("read-only", false, "mount the hierarchies read-only")
 	// --bind (the caller's own cgroup namespace): remount each mount point
 	// in place. A new cgroup2 mount from the initial namespace would reset
 	// the host's cgroup2 options (nsdelegate) for every namespace.
-	bind := len(args) > 0 && args[0] == "--bind"
-	if bind {
-		args = args[1:]
-	}
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	}
-	if len(args) == 0 {
+	bind := fs.Bool("bind", false, "remount the hierarchies in place")
+	if fs.Parse(args) != nil || fs.NArg() == 0 {
 		return 125
+	}
+	args = fs.Args()
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+	if *readOnly {
+		flags |= unix.MS_RDONLY
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		fmt.Fprintf(os.Stderr, "cgconform: making mounts private: %v\n", err)
-		return 125
+		return helperFailed("cgconform: making mounts private: %v", err)
 	}
 	ms, err := cgroupMounts()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cgconform: %v\n", err)
-		return 125
+		return helperFailed("cgconform: %v", err)
 	}
-	if bind {
+	if *bind {
 		for _, m := range ms {
 			if err := unix.Mount("", m.point, "", flags|unix.MS_REMOUNT|unix.MS_BIND, ""); err != nil {
-				fmt.Fprintf(os.Stderr, "cgconform: remounting %s: %v\n", m.point, err)
-				return 125
+				return helperFailed("cgconform: remounting %s: %v", m.point, err)
 			}
 		}
 		return execve(args)
@@ -202,8 +183,7 @@ func mountAndExec(args []string) int {
 	// namespace root as /, as in a delegated pod.
 	for _, m := range ms {
 		if err := unix.Mount(m.fstype, m.point, m.fstype, flags, m.data); err != nil {
-			fmt.Fprintf(os.Stderr, "cgconform: mounting %s (%s) at %s: %v\n", m.fstype, m.data, m.point, err)
-			return 125
+			return helperFailed("cgconform: mounting %s (%s) at %s: %v", m.fstype, m.data, m.point, err)
 		}
 	}
 	return execve(args)
@@ -225,41 +205,30 @@ func cgroupMounts() ([]cgroupMount, error) {
 	return parseCgroupMounts(string(data))
 }
 
-func parseCgroupMounts(mountinfo string) ([]cgroupMount, error) {
+func parseCgroupMounts(info string) ([]cgroupMount, error) {
+	mounts, err := mountinfo.GetMountsFromReader(strings.NewReader(info), mountinfo.FSTypeFilter("cgroup", "cgroup2"))
+	if err != nil {
+		return nil, err
+	}
 	var ms []cgroupMount
-	for _, line := range strings.Split(mountinfo, "\n") {
-		// ID parent maj:min root point options [optional...] - fstype source super
-		f := strings.Fields(line)
-		sep := -1
-		for i, x := range f {
-			if x == "-" {
-				sep = i
-				break
-			}
+	for _, m := range mounts {
+		c := cgroupMount{point: m.Mountpoint, fstype: m.FSType}
+		if m.FSType == "cgroup" {
+			c.data = strings.Join(slices.DeleteFunc(strings.Split(m.VFSOptions, ","), func(o string) bool { return o == "rw" || o == "ro" }), ",")
 		}
-		if sep < 5 || len(f) < sep+4 {
-			continue
-		}
-		m := cgroupMount{point: f[4], fstype: f[sep+1]}
-		switch m.fstype {
-		case "cgroup2":
-		case "cgroup":
-			var opts []string
-			for _, o := range strings.Split(f[sep+3], ",") {
-				if o != "rw" && o != "ro" {
-					opts = append(opts, o)
-				}
-			}
-			m.data = strings.Join(opts, ",")
-		default:
-			continue
-		}
-		ms = append(ms, m)
+		ms = append(ms, c)
 	}
 	if len(ms) == 0 {
 		return nil, errors.New("no cgroup hierarchy is mounted")
 	}
 	return ms, nil
+}
+
+// helperFailed says on stderr why a helper did not run the command, and
+// returns its exit status.
+func helperFailed(format string, a ...any) int {
+	fmt.Fprintf(os.Stderr, format+"\n", a...)
+	return 125
 }
 
 func execve(argv []string) int {

@@ -109,17 +109,6 @@ func (r *reaper) close() {
 	r.reap()
 }
 
-func listPids() []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		if n, err := strconv.Atoi(e.Name()); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // alive reports whether pid exists and is not a zombie.
 func alive(pid int) bool {
 	s, err := proc.ReadStat(pid)
@@ -237,16 +226,11 @@ func killAndWait(ps []proc.Process, timeout time.Duration) []int {
 		_ = p.Signal(unix.SIGKILL)
 	}
 	deadline := time.Now().Add(timeout)
-	for {
-		var left []int
-		for _, p := range ps {
-			if p.Alive() {
-				left = append(left, p.PID)
-			}
+	var left []int
+	for _, p := range ps {
+		if !p.Wait(nil, time.Until(deadline)) {
+			left = append(left, p.PID)
 		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	return left
 }

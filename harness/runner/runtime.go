@@ -82,13 +82,12 @@ const Candidate = "runsc-patched"
 
 // DefaultRuntimes are used when -runtimes is not given.
 func DefaultRuntimes() []Runtime {
-	rts := []Runtime{
+	return []Runtime{
 		{Name: Candidate, Path: "bin/runsc-patched", Kind: "runsc"},
 		{Name: "runsc-stock", Path: "bin/runsc-stock", Kind: "runsc"},
 		{Name: "runc", Path: "runc", Kind: "runc"},
 		{Name: "crun", Path: "crun", Kind: "crun"},
 	}
-	return rts
 }
 
 // Resolve finds the binary; an error says why the runtime cannot run.
@@ -118,10 +117,7 @@ func (r *Runtime) Version(ctx context.Context) string {
 	defer cancel()
 	out, _ := exec.CommandContext(ctx, r.Path, "--version").CombinedOutput()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) > 2 {
-		lines = lines[:2]
-	}
-	return strings.Join(lines, "; ")
+	return strings.Join(lines[:min(len(lines), 2)], "; ")
 }
 
 // GlobalFlags are the flags before the subcommand. runsc writes its log
@@ -133,31 +129,24 @@ func (r *Runtime) GlobalFlags(root, logs string, options []string) (flags []stri
 		flags = append(flags, "--network=none", "--debug-log="+logs+"/")
 	}
 	for _, o := range options {
-		switch o {
-		case "systemd-cgroup":
-			if r.Kind == "crun" {
-				flags = append(flags, "--cgroup-manager=systemd")
-			} else {
-				flags = append(flags, "--systemd-cgroup")
-			}
-		case "nested-cgroups":
-			if r.Kind == "runsc" {
-				flags = append(flags, "--nested-cgroups")
-			} else {
-				notes = append(notes, r.Kind+" has no --nested-cgroups; ran with its default placement")
-			}
-		case "ignore-cgroups":
-			if r.Kind == "runsc" {
-				flags = append(flags, "--ignore-cgroups")
-			} else if r.Kind == "crun" {
-				flags = append(flags, "--cgroup-manager=disabled")
-			} else {
-				notes = append(notes, r.Kind+" has no --ignore-cgroups; ran managing cgroups")
-			}
+		if f, ok := optionFlags[o][r.Kind]; ok {
+			flags = append(flags, f)
+		} else if optionFlags[o] != nil {
+			notes = append(notes, fmt.Sprintf("%s has no --%s; ran %s", r.Kind, o, optionDefaults[o]))
 		}
 	}
 	return flags, notes
 }
+
+// optionFlags are the flags of each sandbox option, by runtime kind; a kind
+// that has none runs as optionDefaults says.
+var optionFlags = map[string]map[string]string{
+	"systemd-cgroup": {"runsc": "--systemd-cgroup", "runc": "--systemd-cgroup", "crun": "--cgroup-manager=systemd"},
+	"nested-cgroups": {"runsc": "--nested-cgroups"},
+	"ignore-cgroups": {"runsc": "--ignore-cgroups", "crun": "--cgroup-manager=disabled"},
+}
+
+var optionDefaults = map[string]string{"nested-cgroups": "with its default placement", "ignore-cgroups": "managing cgroups"}
 
 // Command returns argv (without the binary) for action on id. args are
 // exec's command, or update's one resources file.
@@ -166,25 +155,18 @@ func (r *Runtime) Command(global []string, action, id, bundle string, args []str
 	switch action {
 	case "create":
 		c = append(c, "create", "--bundle", bundle, id)
-	case "start":
-		c = append(c, "start", id)
-	case "state":
-		c = append(c, "state", id)
+	case "start", "state", "pause", "resume", "delete":
+		// The same subcommand in runsc, runc and crun.
+		c = append(c, action, id)
 	case "list":
 		c = append(c, "list")
 	case "exec":
-		c = append(c, "exec", id)
-		c = append(c, args...)
+		c = append(append(c, "exec", id), args...)
 	case "kill":
 		if signal == "" {
 			signal = "KILL"
 		}
 		c = append(c, "kill", id, signal)
-	case "pause", "resume":
-		// The same subcommand in runsc, runc and crun.
-		c = append(c, action, id)
-	case "delete":
-		c = append(c, "delete", id)
 	case "delete-force":
 		c = append(c, "delete", "--force", id)
 	case "update":

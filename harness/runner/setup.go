@@ -151,20 +151,13 @@ func (r *Runner) writeIn(dirs []cgroupDir, file, value string) error {
 		if i < 0 {
 			return fmt.Errorf("no %s hierarchy for %s", h.Name(), file)
 		}
-		if err := writeCgroupFile(dirs[i].h, dirs[i].rel, file, value); err != nil {
-			return err
+		dir := dirs[i].h.Dir(dirs[i].rel)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s:%s does not exist: make it with a setup mkdir first", h.Name(), dirs[i].rel)
 		}
-	}
-	return nil
-}
-
-func writeCgroupFile(h cgroupfs.Hierarchy, rel, file, value string) error {
-	dir := h.Dir(rel)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("%s:%s does not exist: make it with a setup mkdir first", h.Name(), rel)
-	}
-	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0o644); err != nil {
-		return fmt.Errorf("writing %q to %s:%s/%s: %w", value, h.Name(), rel, file, err)
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0o644); err != nil {
+			return fmt.Errorf("writing %q to %s:%s/%s: %w", value, h.Name(), dirs[i].rel, file, err)
+		}
 	}
 	return nil
 }

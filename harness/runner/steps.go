@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -65,41 +66,18 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		recs = r.forInstances(ctx, cs, st, r.cycleStep)
 	case "join":
 		recs = r.forInstances(ctx, cs, st, r.joinStep)
-	case "kill-process":
-		recs = []report.Step{r.killProcessStep(cs, st)}
 	case "wait-stopped":
 		recs = r.forInstances(ctx, cs, st, r.waitStoppedStep)
 	case "burn":
 		recs = r.forInstances(ctx, cs, st, r.burnStep)
-	case "write":
-		rec := report.Step{ID: st.ID, Do: st.Do}
-		est, err := st.Expanded(cs.vals(nil))
-		if err == nil {
-			err = r.writeStep(cs, est.Write)
-		}
-		if err != nil {
-			cs.fail(st.ID, err.Error(), "")
-			rec.Error = err.Error()
-		}
-		recs = []report.Step{rec}
-	case "remove-empty":
-		rec := report.Step{ID: st.ID, Do: st.Do}
-		est, err := st.Expanded(cs.vals(nil))
-		msg, detail := "", ""
-		if err != nil {
-			msg = err.Error()
-		} else {
-			rec.Note, msg, detail = r.removeEmptyStep(cs, est.Cgroup)
-		}
-		if msg != "" {
-			cs.fail(st.ID, msg, detail)
-			rec.Error = msg
-		}
-		recs = []report.Step{rec}
 	case "stop-unit":
 		recs = r.forInstances(ctx, cs, st, r.stopUnitStep)
 	case "write-state", "write-lock", "remove-lock":
 		recs = r.forInstances(ctx, cs, st, r.writeStateStep)
+	case "kill-process":
+		recs = []report.Step{r.killProcessStep(cs, st)}
+	case "write", "remove-empty":
+		recs = []report.Step{r.cgroupStep(cs, st)}
 	case "sleep":
 		select {
 		case <-time.After(st.Duration.Duration):
@@ -124,6 +102,33 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 		}
 	}
 	cs.res.Steps = append(cs.res.Steps, recs...)
+}
+
+// cgroupStep runs a write step (into a file of an existing cgroup below
+// the case root) or a remove-empty step.
+func (r *Runner) cgroupStep(cs *caseState, st *casefile.Step) report.Step {
+	rec := report.Step{ID: st.ID, Do: st.Do}
+	est, err := st.Expanded(cs.vals(nil))
+	msg, detail := "", ""
+	switch {
+	case err != nil:
+		msg = err.Error()
+	case st.Do == "write":
+		dirs, err := r.cgroupDirs(cs, est.Write.Cgroup)
+		if err == nil {
+			err = r.writeIn(dirs, est.Write.File, est.Write.Value)
+		}
+		if err != nil {
+			msg = err.Error()
+		}
+	default:
+		rec.Note, msg, detail = r.removeEmptyStep(cs, est.Cgroup)
+	}
+	if msg != "" {
+		cs.fail(st.ID, msg, detail)
+		rec.Error = msg
+	}
+	return rec
 }
 
 // forInstances runs fn on every instance of the step's sandbox, all at
@@ -182,14 +187,9 @@ func joinErr(err, m string) string {
 var straceNoise = regexp.MustCompile(`^(\S*/)?strace: (dispatch_event: pid \d+ has delayed wait data set already|Exit of unknown pid \d+ ignored|Process \d+ (attached|detached))$`)
 
 func withoutStraceNoise(out string) string {
-	lines := strings.SplitAfter(out, "\n")
-	kept := lines[:0]
-	for _, l := range lines {
-		if !straceNoise.MatchString(strings.TrimRight(l, "\n")) {
-			kept = append(kept, l)
-		}
-	}
-	return strings.Join(kept, "")
+	return strings.Join(slices.DeleteFunc(strings.SplitAfter(out, "\n"), func(l string) bool {
+		return straceNoise.MatchString(strings.TrimRight(l, "\n"))
+	}), "")
 }
 
 func (r *Runner) runtimeArgs(cs *caseState, in *instance, action string, st *casefile.Step) []string {
@@ -242,32 +242,32 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 	total := time.Duration(0)
 	killAfter := r.killDelay(cs, st)
 	for _, a := range actions {
+		var err error
 		if a == "create" {
-			if err := r.respec(cs, in, st); err != nil {
-				cs.fail(st.ID, in.label+": "+err.Error(), "")
-				return report.Step{Error: err.Error()}, nil
+			if err = r.respec(cs, in, st); err == nil {
+				in.before = r.snapshot(cs)
 			}
-			in.before = r.snapshot(cs)
 		}
 		argv, straced, injected := r.runtimeArgs(cs, in, a, st), "", ""
-		if st.Kill != nil && st.Kill.Signal != "" {
+		if st.Kill != nil && st.Kill.Signal != "" && err == nil {
 			in.created = true // whatever it gets to, delete must find it
 			return report.Step{Command: argv, Note: r.stopCreate(ctx, cs, st, in, argv)}, nil
 		}
-		if st.Inject != nil {
-			var err error
-			if argv, injected, err = r.injectArgv(cs, in, st, argv); err != nil {
-				cs.fail(st.ID, in.label+": "+err.Error(), "")
-				return report.Step{Error: err.Error()}, nil
-			}
+		if st.Inject != nil && err == nil {
+			argv, injected, err = r.injectArgv(cs, in, st, argv)
 		}
-		if st.Kill != nil && st.Kill.Syscall != "" {
-			var err error
-			if argv, straced, err = r.syscallKillArgv(cs, in, st, argv); err != nil {
-				cs.fail(st.ID, in.label+": "+err.Error(), "")
-				in.created = true // as a failed create: cleanup deletes the ID
-				return report.Step{Error: err.Error()}, nil
-			}
+		if st.Kill != nil && st.Kill.Syscall != "" && err == nil {
+			in.created = true // as a failed create: cleanup deletes the ID
+			argv, straced, err = r.syscallKillArgv(cs, in, st, argv)
+		}
+		if err != nil {
+			cs.fail(st.ID, in.label+": "+err.Error(), "")
+			return report.Step{Error: err.Error()}, nil
+		}
+		if a == "create" {
+			// Whatever a create gets to, killed or failed, cleanup must
+			// try to delete it.
+			in.created = true
 		}
 		stopKill := func() string { return "" }
 		if straced != "" {
@@ -283,12 +283,12 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 		if injected != "" {
 			rec.Note = injectedNote(st.Inject, injected)
 		}
-		if a == "delete" || a == "delete-force" {
+		deletes := a == "delete" || a == "delete-force"
+		if deletes {
 			cs.noteDelete(last.dur)
 		}
 		if straced != "" {
 			rec.Note = r.syscallKilled(cs, st, in, last, straced, killedPid)
-			in.created = true // whatever it got to, delete must find it
 			break
 		}
 		if st.Kill != nil {
@@ -301,26 +301,12 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 			} else {
 				rec.Note = fmt.Sprintf("the runtime command exited %d before its SIGKILL at %s", last.exit, killAfter.Round(time.Millisecond))
 			}
-			if a == "create" {
-				in.created = true // whatever it got to, delete must find it
-			}
 			break
 		}
-		if last.exit == 0 && last.err == nil {
-			switch a {
-			case "create":
-				in.created = true
-			case "delete", "delete-force":
-				in.deleted = true
-			}
-		} else {
-			if a == "create" {
-				// A failed create may still have left state behind:
-				// cleanup must try to delete it.
-				in.created = true
-			}
+		if last.exit != 0 || last.err != nil {
 			break
 		}
+		in.deleted = in.deleted || deletes
 	}
 	notes := in.notes
 	if rec.Note != "" {
@@ -386,7 +372,7 @@ func (r *Runner) stopCreate(ctx context.Context, cs *caseState, st *casefile.Ste
 		}
 		found := map[string]int{}
 		if cs.rt.Kind == "runsc" {
-			found = runscProcs(listPids(), in.root, in.id, in.bundle)
+			found = runscProcs(descendants(os.Getpid()), in.root, in.id, in.bundle)
 		} else if kids := descendants(pid); len(kids) > 0 {
 			found[what] = kids[0]
 		}
@@ -539,8 +525,7 @@ func (r *Runner) cycleStep(ctx context.Context, cs *caseState, st *casefile.Step
 	t0 := time.Now()
 	var bad []string
 	rounds := 0
-	for k := 0; k < st.Repeat && ctx.Err() == nil && len(bad) == 0; k++ {
-		rounds++
+	for ; rounds < st.Repeat && ctx.Err() == nil && len(bad) == 0; rounds++ {
 		failed := false
 		for _, a := range []string{"create", "start", "delete-force"} {
 			if failed && a != "delete-force" {
@@ -563,7 +548,7 @@ func (r *Runner) cycleStep(ctx context.Context, cs *caseState, st *casefile.Step
 				}
 			}
 			if res.exit != 0 || res.err != nil {
-				why := fmt.Sprintf("round %d: %s exited %d: %s", k+1, a, res.exit, check.LastLines(res.output, 3))
+				why := fmt.Sprintf("round %d: %s exited %d: %s", rounds+1, a, res.exit, check.LastLines(res.output, 3))
 				if res.err != nil {
 					why += " (" + res.err.Error() + ")"
 				}
@@ -619,10 +604,9 @@ func (r *Runner) joinStep(ctx context.Context, cs *caseState, st *casefile.Step,
 // killProcessStep SIGKILLs a setup process and waits until it is gone.
 func (r *Runner) killProcessStep(cs *caseState, st *casefile.Step) report.Step {
 	p := cs.foreign[st.Process]
-	pid := p.PID
-	rec := report.Step{ID: st.ID, Do: st.Do, Note: fmt.Sprintf("SIGKILL %s pid %d", st.Process, pid)}
+	rec := report.Step{ID: st.ID, Do: st.Do, Note: fmt.Sprintf("SIGKILL %s pid %d", st.Process, p.PID)}
 	if left := killAndWait([]proc.Process{p}, r.scaled(10*time.Second)); len(left) > 0 {
-		cs.fail(st.ID, fmt.Sprintf("%s (pid %d) survived SIGKILL", st.Process, pid), "")
+		cs.fail(st.ID, fmt.Sprintf("%s (pid %d) survived SIGKILL", st.Process, p.PID), "")
 		rec.Error = "survived SIGKILL"
 	}
 	return rec
@@ -634,35 +618,26 @@ func (r *Runner) killProcessStep(cs *caseState, st *casefile.Step) report.Step {
 // and crun's container directory). remove-lock removes runsc's lock file,
 // as an operator's cleanup of the folder may (runc and crun keep none).
 func (r *Runner) writeStateStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
-	dir, file := in.root, in.id+"_sandbox:"+in.id
+	files := stateFiles(cs.rt.Kind, in.root, in.id)
+	dir, file := files[0], files[1] // runc's and crun's folder and state
 	if cs.rt.Kind == "runsc" {
-		file += map[string]string{"write-state": ".state", "write-lock": ".lock", "remove-lock": ".lock"}[st.Do]
-	} else {
-		dir = filepath.Join(in.root, in.id)
-		file = map[string]string{"runc": "state.json", "crun": "status"}[cs.rt.Kind]
+		dir, file = in.root, map[bool]string{true: files[0], false: files[2]}[st.Do == "write-state"]
 	}
 	if in.mountns != 0 {
 		cs.fail(st.ID, in.label+": "+st.Do+" cannot reach a --root in the sandbox's own mount namespace", "")
 		return report.Step{Error: "mountns"}, nil
 	}
+	if st.Do == "remove-lock" && cs.rt.Kind != "runsc" {
+		return report.Step{Skipped: cs.rt.Kind + " keeps no lock file in --root"}, nil
+	}
+	note, err := "removed "+file, error(nil)
 	if st.Do == "remove-lock" {
-		if cs.rt.Kind != "runsc" {
-			return report.Step{Skipped: cs.rt.Kind + " keeps no lock file in --root"}, nil
+		err = os.Remove(file)
+	} else if note, err = "made "+dir, os.MkdirAll(dir, 0o711); err == nil && (st.Do == "write-state" || cs.rt.Kind == "runsc") {
+		content := ""
+		if st.State != nil {
+			content = *st.State
 		}
-		file = filepath.Join(dir, file)
-		if err := os.Remove(file); err != nil {
-			cs.fail(st.ID, in.label+": "+err.Error(), "")
-			return report.Step{Error: err.Error()}, nil
-		}
-		return report.Step{Note: "removed " + file}, nil
-	}
-	content, note := "", "made "+dir
-	err := os.MkdirAll(dir, 0o711)
-	if st.State != nil {
-		content = *st.State
-	}
-	if err == nil && (st.Do == "write-state" || cs.rt.Kind == "runsc") {
-		file = filepath.Join(dir, file)
 		note = fmt.Sprintf("wrote %d bytes to %s", len(content), file)
 		err = os.WriteFile(file, []byte(content), 0o640)
 	}
@@ -738,15 +713,14 @@ func (r *Runner) waitStoppedStep(ctx context.Context, cs *caseState, st *casefil
 // is its owner's to remove (a kubelet's pod slice), so that what is left
 // after it is the runtime's.
 func (r *Runner) stopUnitStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
-	name := st.Unit
-	out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "stop", name))
+	out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "stop", st.Unit))
 	if err != nil {
 		// A runtime that started no unit made no slice: nothing to stop.
-		load, _ := r.reaper.output(exec.CommandContext(ctx, "systemctl", "show", "-p", "LoadState", "--value", name))
+		load, _ := r.reaper.output(exec.CommandContext(ctx, "systemctl", "show", "-p", "LoadState", "--value", st.Unit))
 		if strings.TrimSpace(string(load)) == "not-found" {
 			return report.Step{}, nil
 		}
-		msg := fmt.Sprintf("systemctl stop %s: %v: %s", name, err, strings.TrimSpace(string(out)))
+		msg := fmt.Sprintf("systemctl stop %s: %v: %s", st.Unit, err, strings.TrimSpace(string(out)))
 		cs.fail(st.ID, msg, "")
 		return report.Step{Error: msg}, nil
 	}
@@ -855,11 +829,7 @@ func (r *Runner) checkStep(ctx context.Context, cs *caseState, st *casefile.Step
 // for a check about no one sandbox). What it read for the record (a file's
 // value, pass or fail) goes to read.
 func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in *instance, read *[]string) (string, string) {
-	keys := r.managedKeys()
-	names := map[string]string{}
-	for _, h := range r.host.Hierarchies {
-		names[h.Key] = h.Name()
-	}
+	keys, names := r.managedKeys(), r.hierNames()
 	switch {
 	case c.Placement != nil:
 		p := c.Placement
@@ -878,36 +848,8 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in
 		return check.Distinct(m, keys, names)
 	case c.Owned != "":
 		return check.Owned(in.procs, in.before, keys, names)
-	case c.Running != "":
-		var bad []string
-		s, err := r.state(ctx, cs, in)
-		switch {
-		case err != nil:
-			bad = append(bad, in.label+": state: "+err.Error())
-		case s.Status != "running":
-			bad = append(bad, in.label+": status "+s.Status)
-		}
-		for role, pid := range in.pids {
-			if !alive(pid) {
-				bad = append(bad, fmt.Sprintf("%s: %s pid %d is gone", in.label, role, pid))
-			}
-		}
-		if len(bad) > 0 {
-			return "not running", strings.Join(bad, "\n")
-		}
-	case c.Gone != "":
-		var bad []string
-		if s, err := r.state(ctx, cs, in); err == nil {
-			bad = append(bad, in.label+": the runtime still reports it, status "+s.Status)
-		}
-		for role, pid := range in.pids {
-			if alive(pid) {
-				bad = append(bad, fmt.Sprintf("%s: %s pid %d still alive", in.label, role, pid))
-			}
-		}
-		if len(bad) > 0 {
-			return "not gone", strings.Join(bad, "\n")
-		}
+	case c.Running != "" || c.Gone != "":
+		return r.checkLive(ctx, cs, in, c.Running != "")
 	case c.File != nil:
 		return r.checkFile(cs, c.File, in, read)
 	case c.Exists != "":
@@ -916,7 +858,7 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in
 		return r.checkExists(cs, c.Absent, false)
 	case c.NothingLeft:
 		if left := r.leftovers(cs); len(left) > 0 {
-			return fmt.Sprintf("%d item(s) left behind", len(left)), strings.Join(groupByPath(left, len(r.host.Hierarchies)), "\n")
+			return fmt.Sprintf("%d item(s) left behind", len(left)), r.grouped(left)
 		}
 	case c.NoneNamed != "":
 		added, _ := diffSets(cs.baseline, r.snapshot(cs))
@@ -927,7 +869,7 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in
 			}
 		}
 		if len(bad) > 0 {
-			return fmt.Sprintf("%d cgroup(s) named with %q created", len(bad), c.NoneNamed), strings.Join(groupByPath(bad, len(r.host.Hierarchies)), "\n")
+			return fmt.Sprintf("%d cgroup(s) named with %q created", len(bad), c.NoneNamed), r.grouped(bad)
 		}
 	case c.Holders != "":
 		var procs []report.Process
@@ -957,18 +899,56 @@ func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in
 		case (state == "active") != c.Unit.Active:
 			return "unit not " + want, fmt.Sprintf("%s is %q", name, state)
 		}
-	case c.NothingRemoved:
-		_, removed := diffSets(cs.baseline, r.snapshot(cs))
-		if len(removed) > 0 {
-			return fmt.Sprintf("%d cgroup(s) of the baseline removed (a runtime removed what it did not create)", len(removed)), strings.Join(groupByPath(removed, len(r.host.Hierarchies)), "\n")
+	case c.NothingRemoved || c.NothingCreated:
+		added, removed := diffSets(cs.baseline, r.snapshot(cs))
+		what := "created"
+		if c.NothingRemoved {
+			added, what = removed, "of the baseline removed (a runtime removed what it did not create)"
 		}
-	case c.NothingCreated:
-		added, _ := diffSets(cs.baseline, r.snapshot(cs))
 		if len(added) > 0 {
-			return fmt.Sprintf("%d cgroup(s) created", len(added)), strings.Join(groupByPath(added, len(r.host.Hierarchies)), "\n")
+			return fmt.Sprintf("%d cgroup(s) %s", len(added), what), r.grouped(added)
 		}
 	}
 	return "", ""
+}
+
+// checkLive holds instance in to be running (running) or gone: as the
+// runtime's state says, and every process of it observed.
+func (r *Runner) checkLive(ctx context.Context, cs *caseState, in *instance, running bool) (string, string) {
+	var bad []string
+	s, err := r.state(ctx, cs, in)
+	switch {
+	case running && err != nil:
+		bad = append(bad, in.label+": state: "+err.Error())
+	case running && s.Status != "running":
+		bad = append(bad, in.label+": status "+s.Status)
+	case !running && err == nil:
+		bad = append(bad, in.label+": the runtime still reports it, status "+s.Status)
+	}
+	for role, pid := range in.pids {
+		if alive(pid) != running {
+			bad = append(bad, fmt.Sprintf("%s: %s pid %d %s", in.label, role, pid, map[bool]string{true: "is gone", false: "still alive"}[running]))
+		}
+	}
+	if len(bad) > 0 {
+		return map[bool]string{true: "not running", false: "not gone"}[running], strings.Join(bad, "\n")
+	}
+	return "", ""
+}
+
+// grouped lists paths in every hierarchy once per path (groupByPath), a
+// line each.
+func (r *Runner) grouped(paths []string) string {
+	return strings.Join(groupByPath(paths, len(r.host.Hierarchies)), "\n")
+}
+
+// hierNames names each hierarchy by its key, for the checks' messages.
+func (r *Runner) hierNames() map[string]string {
+	names := map[string]string{}
+	for _, h := range r.host.Hierarchies {
+		names[h.Key] = h.Name()
+	}
+	return names
 }
 
 // want is a placement as the case wrote it, with what base (where a
@@ -1035,13 +1015,10 @@ func (r *Runner) checkExists(cs *caseState, ref string, want bool) (string, stri
 			bad, where = append(bad, h.Name()), append(where, h.Name()+":"+p)
 		}
 	}
-	switch {
-	case len(bad) == 0:
+	if len(bad) == 0 {
 		return "", ""
-	case want:
-		return fmt.Sprintf("%s is not a cgroup in %s", ref, strings.Join(bad, ", ")), strings.Join(groupByPath(where, len(r.host.Hierarchies)), "\n")
 	}
-	return fmt.Sprintf("%s is still a cgroup in %s", ref, strings.Join(bad, ", ")), strings.Join(groupByPath(where, len(r.host.Hierarchies)), "\n")
+	return fmt.Sprintf("%s is %s a cgroup in %s", ref, map[bool]string{true: "not", false: "still"}[want], strings.Join(bad, ", ")), r.grouped(where)
 }
 
 // checkRunscLog looks for a line in the debug logs runsc wrote for every
@@ -1073,22 +1050,10 @@ func (r *Runner) checkRunscLog(cs *caseState, l *casefile.LogCheck, in *instance
 }
 
 func unwrapErrno(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		if errno, ok := pe.Err.(unix.Errno); ok {
-			return errno
-		}
+	if errno := unix.Errno(0); errors.As(err, &errno) {
+		return errno
 	}
 	return err
-}
-
-// writeStep writes a value into a file of an existing cgroup of the
-// context (below the case root only; make it with a setup mkdir).
-func (r *Runner) writeStep(cs *caseState, w *casefile.Write) error {
-	dirs, err := r.cgroupDirs(cs, w.Cgroup)
-	if err != nil {
-		return err
-	}
-	return r.writeIn(dirs, w.File, w.Value)
 }
 
 // removeEmptyStep removes the level at ref as an operator would, with
@@ -1145,10 +1110,9 @@ func (r *Runner) removeEmptyStep(cs *caseState, ref string) (note, msg, detail s
 // names) and its child cgroups.
 func holding(dir string) string {
 	var what []string
-	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	for _, pid := range strings.Fields(string(b)) {
-		comm, _ := os.ReadFile("/proc/" + pid + "/comm")
-		what = append(what, strings.TrimSpace("pid "+pid+" "+strings.TrimSpace(string(comm))))
+	pids, _ := cgroupfs.ReadProcs(dir)
+	for _, pid := range pids {
+		what = append(what, strings.TrimSpace(fmt.Sprintf("pid %d %s", pid, comm(pid))))
 	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/mode"
@@ -90,9 +91,7 @@ func createdLevels(cgroupsPath, base, caseRoot string) []string {
 	for p := full; p != top && p != "/" && cgroupfs.IsUnder(p, top); p = path.Dir(p) {
 		out = append(out, p)
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
+	slices.Reverse(out)
 	return out
 }
 
@@ -119,11 +118,7 @@ func bundleCgroupsPath(bundle string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var spec struct {
-		Linux *struct {
-			CgroupsPath string `json:"cgroupsPath"`
-		} `json:"linux"`
-	}
+	var spec specs.Spec
 	if err := json.Unmarshal(b, &spec); err != nil {
 		return "", fmt.Errorf("reading %s/config.json: %w", bundle, err)
 	}
@@ -249,7 +244,7 @@ func (r *Runner) killTraced(cs *caseState, in *instance, k *casefile.Kill, argv 
 		return callStarts(string(b)) >= k.Nth.At(cs.trial)
 	}, time.Duration(0), time.Millisecond
 	if k.Hold.Duration > 0 {
-		ready = func() bool { return runscProcs(listPids(), in.root, in.id, in.bundle)[k.Started] != 0 }
+		ready = func() bool { return runscProcs(descendants(os.Getpid()), in.root, in.id, in.bundle)[k.Started] != 0 }
 		wait, poll = r.scaled(k.Hold.Duration)*2/3, 20*time.Millisecond
 	}
 	done, killed := make(chan struct{}), make(chan string, 1)

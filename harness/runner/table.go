@@ -14,19 +14,10 @@ import (
 
 // runTable runs a table case: for each input, create and start its one
 // sandbox with cgroupsPath set to the input, then delete --force, and
-// record which category the input fell in with the tree diffs as evidence
-// (cases/README.md, "Table cases"):
-//
-//   - works: every command exited 0, the sandbox sits where the input's
-//     placement says, and after the delete nothing is left and nothing of
-//     the baseline is gone;
-//   - refused: create (or start) exited non-zero, no cgroup was added at
-//     any moment observed after each command, and after the delete
-//     nothing is left and nothing of the baseline is gone;
-//   - neither: anything else.
-//
-// An input whose category is not the one the case expects is a failure of
-// step "input-<name>" (divergences name it so for the other runtimes).
+// record which category (works, refused or neither: cases/README.md,
+// "Table cases") the input fell in with the tree diffs as evidence. An
+// input in another category than the case expects is a failure of step
+// "input-<name>" (divergences name it so for the other runtimes).
 func (r *Runner) runTable(ctx context.Context, cs *caseState) {
 	for _, in := range cs.c.Inputs {
 		if ctx.Err() != nil {
@@ -52,29 +43,28 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 		rec.Skipped = "not for this mode/context"
 		return rec
 	}
-	ctx, cancel := context.WithTimeout(parent, r.caseLimit(cs.c))
-	defer cancel()
-	if err := r.setupCase(ctx, cs, in.Setup); err != nil {
+	neither := func(err error) report.Input {
 		cs.fail(step, err.Error(), "")
 		rec.Category = report.Neither
 		return rec
+	}
+	ctx, cancel := context.WithTimeout(parent, r.caseLimit(cs.c))
+	defer cancel()
+	if err := r.setupCase(ctx, cs, in.Setup); err != nil {
+		return neither(err)
 	}
 	cs.suffix = "-" + in.Name
 	vals := cs.vals(nil)
 	vals["id"] = r.token + "-" + cs.c.Sandboxes[0].ContainerID() + cs.suffix // as makeInstances names the table's one instance
 	in, err := in.Expanded(vals)
 	if err != nil {
-		cs.fail(step, err.Error(), "")
-		rec.Category = report.Neither
-		return rec
+		return neither(err)
 	}
 	cs.vars["input"] = in.Path
 	rec.Input = in.Path
 	defer delete(cs.vars, "input")
 	if err := r.makeInstances(cs); err != nil {
-		cs.fail(step, err.Error(), "")
-		rec.Category = report.Neither
-		return rec
+		return neither(err)
 	}
 	sb := cs.order[0]
 	cs.wholeInput = slices.Contains(in.Requires, "throwaway")
@@ -82,7 +72,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	cs.baseline = r.snapshot(cs)
 	cs.callerControl = r.callerControl(cs)
 	var evidence []string
-	var created []string
+	madeAny := false // a cgroup added at any moment observed
 	exit := 0
 	for _, a := range []string{"create", "start"} {
 		if a == "create" {
@@ -91,7 +81,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 		res := r.runCommand(ctx, cs, sb, r.runtimeArgs(cs, sb, a, &casefile.Step{}), r.commandLimit())
 		sb.created = true
 		added, _ := diffSets(cs.baseline, r.snapshot(cs))
-		created = union(created, added)
+		madeAny = madeAny || len(added) > 0
 		evidence = append(evidence, fmt.Sprintf("%s exited %d in %.2fs: %s", a, res.exit, res.dur.Seconds(), check.LastLines(res.output, 3)))
 		if len(added) > 0 {
 			evidence = append(evidence, fmt.Sprintf("after %s, added: %s", a, strings.Join(groupByPath(added, len(r.host.Hierarchies)), ", ")))
@@ -108,11 +98,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	if exit == 0 && in.Placement != nil {
 		r.observe(ctx, cs, sb)
 		rel := in.Placement.Path
-		keys, names := r.managedKeys(), map[string]string{}
-		for _, h := range r.host.Hierarchies {
-			names[h.Key] = h.Name()
-		}
-		if msg, diff := check.Placement(r.want(in.Placement.Relation, rel), in.Placement.Roles, sb.procs, cs.caller, keys, names); msg != "" {
+		if msg, diff := check.Placement(r.want(in.Placement.Relation, rel), in.Placement.Roles, sb.procs, cs.caller, r.managedKeys(), r.hierNames()); msg != "" {
 			placed = false
 			evidence = append(evidence, "placement: "+msg+" "+strings.Join(strings.Fields(diff), " "))
 		}
@@ -143,7 +129,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	switch {
 	case exit == 0 && placed && clean:
 		rec.Category = report.Works
-	case exit != 0 && len(created) == 0 && clean:
+	case exit != 0 && !madeAny && clean:
 		rec.Category = report.Refused
 	default:
 		rec.Category = report.Neither
@@ -154,13 +140,4 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	}
 	r.scrub(cs)
 	return rec
-}
-
-func union(a, b []string) []string {
-	for _, x := range b {
-		if !slices.Contains(a, x) {
-			a = append(a, x)
-		}
-	}
-	return a
 }
