@@ -168,8 +168,8 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 		if !in.created || in.deleted {
 			continue
 		}
-		if cs.client != nil && cs.client.kind.makes() {
-			_, cmd := foldSteps(r.clientAction(ctx, cs, in, "delete-force", nil, ""))
+		if m := cs.maker(); m != nil {
+			_, cmd := foldSteps(m.action(ctx, in, "delete-force", nil, ""))
 			cs.noteDelete(cmd.Dur)
 			if cmd.Exit != 0 {
 				notes = append(notes, fmt.Sprintf("client delete-force %s exited %d: %s", in.label, cmd.Exit, trunc(cmd.Output, 300)))
@@ -393,10 +393,12 @@ func intsToStrings(xs []int) []string {
 
 // teardownCase removes the context and everything below the case root.
 func (r *Runner) teardownCase(cs *caseState) {
-	if left := r.closeClient(cs); len(left) > 0 {
-		cs.fail("teardown", "the client context could not be undone", strings.Join(left, "\n"))
-		if cs.res.Outcome != report.Skip {
-			cs.res.Outcome = report.Fail
+	if cs.client != nil {
+		if left := cs.client.close(); len(left) > 0 {
+			cs.fail("teardown", "the client context could not be undone", strings.Join(left, "\n"))
+			if cs.res.Outcome != report.Skip {
+				cs.res.Outcome = report.Fail
+			}
 		}
 	}
 	if left := killAndWait(descendantProcs(os.Getpid()), 5*time.Second); len(left) > 0 {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -114,16 +115,20 @@ func TestPodStatus(t *testing.T) {
 	}
 }
 
-func TestClientKinds(t *testing.T) {
-	for cx, want := range map[string]clientKind{"ctr": clientCtr, "kubelet-cgroupfs": clientKubelet, "kubelet-systemd": clientKubelet,
-		"cri-privileged": clientExec, "cri-delegated": clientExec, "cri-delegated-nested": clientExec, "kubelet-static": clientExec, "host": clientNone, "kubepods-delegated": clientNone,
-		"docker": clientEngine, "docker-systemd": clientEngine, "podman": clientEngine, "podman-systemd": clientEngine} {
-		if got := clientKindOf(cx); got != want {
-			t.Errorf("clientKindOf(%s) = %d, want %d", cx, got, want)
+func TestClientDrivers(t *testing.T) {
+	r := &Runner{}
+	for cx, want := range map[string]string{"ctr": "*runner.ctrDriver", "kubelet-cgroupfs": "*runner.podDriver", "kubelet-systemd": "*runner.podDriver",
+		"cri-privileged": "*runner.execDriver", "cri-delegated": "*runner.execDriver", "cri-delegated-nested": "*runner.execDriver", "kubelet-static": "*runner.execDriver", "host": "<nil>", "kubepods-delegated": "<nil>",
+		"docker": "*runner.engineDriver", "docker-systemd": "*runner.engineDriver", "podman": "*runner.engineDriver", "podman-systemd": "*runner.engineDriver"} {
+		if got := fmt.Sprintf("%T", r.newDriver(cx, nil)); got != want {
+			t.Errorf("newDriver(%s) = %s, want %s", cx, got, want)
 		}
 	}
-	if !clientCtr.makes() || !clientKubelet.makes() || !clientEngine.makes() || clientExec.makes() || clientNone.makes() {
-		t.Error("makes() wrong")
+	// Only the drivers whose client makes the sandboxes are makers.
+	for cx, want := range map[string]bool{"ctr": true, "kubelet-cgroupfs": true, "docker": true, "cri-privileged": false, "kubelet-static": false, "host": false} {
+		if got := (&caseState{client: r.newDriver(cx, nil)}).maker() != nil; got != want {
+			t.Errorf("%s: maker %v, want %v", cx, got, want)
+		}
 	}
 	for cx, want := range map[string]string{"docker": "docker cgroupfs", "docker-systemd": "docker systemd", "podman": "podman cgroupfs", "podman-systemd": "podman systemd"} {
 		kind, systemd := engineOf(cx)
