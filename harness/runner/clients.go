@@ -493,7 +493,7 @@ func (d *execDriver) setup(ctx context.Context) error {
 	// pause process, the container's processes.
 	ref := r.refKey()
 	for _, p := range descendants(os.Getpid()) {
-		if !slices.Contains(intsToStrings(cs.holders), fmt.Sprint(p)) {
+		if !slices.Contains(cs.holders, p) {
 			cs.holders = append(cs.holders, p)
 		}
 		if pc, err := cgroupfs.ProcCgroup(p); err == nil && pc[ref] == cs.caller[ref] {

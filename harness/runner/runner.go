@@ -216,12 +216,9 @@ func trunc(s string, n int) string {
 func (r *Runner) note(s string) {
 	r.notesMu.Lock()
 	defer r.notesMu.Unlock()
-	for _, n := range r.notes {
-		if n == s {
-			return
-		}
+	if !slices.Contains(r.notes, s) {
+		r.notes = append(r.notes, s)
 	}
-	r.notes = append(r.notes, s)
 }
 
 func (r *Runner) notesCopy() []string {
