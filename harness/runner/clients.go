@@ -51,7 +51,8 @@ type maker interface {
 // newDriver is context cx's driver for case cs (nil cs: only to ask skip),
 // nil for a CLI context.
 func (r *Runner) newDriver(cx string, cs *caseState) driver {
-	d := &containerd{r: r, cs: cs, cx: cx}
+	b := base{r: r, cs: cs, cx: cx}
+	d := &containerd{base: b}
 	switch cx {
 	case "ctr":
 		return &ctrDriver{d}
@@ -61,7 +62,7 @@ func (r *Runner) newDriver(cx string, cs *caseState) driver {
 		return &execDriver{containerd: d}
 	}
 	if casefile.ClientContexts[cx].Engine {
-		return &engineDriver{r: r, cs: cs, cx: cx}
+		return &engineDriver{base: b}
 	}
 	return nil
 }
@@ -72,12 +73,18 @@ func (cs *caseState) maker() maker {
 	return m
 }
 
+// base is what every driver knows: the run, its case (nil to ask skip)
+// and its context.
+type base struct {
+	r  *Runner
+	cs *caseState
+	cx string
+}
+
 // containerd is what the containerd contexts share: the case's private
 // containerd and the handler that runs the runtime under test.
 type containerd struct {
-	r       *Runner
-	cs      *caseState
-	cx      string
+	base
 	c       *clients.Containerd
 	handler clients.Handler
 }
@@ -133,10 +140,11 @@ func staticBinary(path string) string {
 	return ""
 }
 
-// needsClients says why no containerd context can run here, or "".
-func (d *containerd) needsClients() string {
-	if d.r.opt.Clients == nil {
-		return "needs the real clients (containerd, ctr, crictl, the shims; make clients): " + d.r.opt.ClientsError
+// needsClients says why nothing that needs the real clients can run here,
+// or "".
+func (r *Runner) needsClients() string {
+	if r.opt.Clients == nil {
+		return "needs the real clients (containerd, ctr, crictl, the shims; make clients): " + r.opt.ClientsError
 	}
 	return ""
 }
@@ -164,20 +172,28 @@ func (d *containerd) handlerSkip(rt Runtime) string {
 	return ""
 }
 
-func (d *ctrDriver) skip(rt Runtime) string { return cmp.Or(d.needsClients(), d.handlerSkip(rt)) }
+func (d *ctrDriver) skip(rt Runtime) string {
+	if why := d.r.needsClients(); why != "" {
+		return why
+	}
+	return d.handlerSkip(rt)
+}
 
 func (d *podDriver) skip(rt Runtime) string {
-	if why := d.needsClients(); why != "" {
+	if why := d.r.needsClients(); why != "" {
 		return why
 	}
 	if d.systemd() && !d.r.host.SystemdPID1 {
 		return "the systemd cgroup driver needs systemd as PID 1 (runs in the systemd VMs)"
 	}
-	return cmp.Or(d.needsThrowaway(d.systemd()), d.handlerSkip(rt))
+	if why := d.needsThrowaway(d.systemd()); why != "" {
+		return why
+	}
+	return d.handlerSkip(rt)
 }
 
 func (d *execDriver) skip(rt Runtime) string {
-	if why := d.needsClients(); why != "" {
+	if why := d.r.needsClients(); why != "" {
 		return why
 	}
 	r := d.r
@@ -197,7 +213,10 @@ func (d *execDriver) skip(rt Runtime) string {
 			return "containerd gives a container a cgroup namespace and a writable cgroup2 (cgroup_writable) only on cgroup v2"
 		}
 	}
-	return cmp.Or(d.needsThrowaway(r.host.SystemdPID1), staticBinary(rt.Path))
+	if why := d.needsThrowaway(r.host.SystemdPID1); why != "" {
+		return why
+	}
+	return staticBinary(rt.Path)
 }
 
 // capSysResource is CAP_SYS_RESOURCE's bit in a capability set.

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/runsc-cgroups/cgconform/clients"
 	"github.com/runsc-cgroups/cgconform/clients/build"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 )
 
 func TestHandlerFor(t *testing.T) {
@@ -135,5 +137,35 @@ func TestClientDrivers(t *testing.T) {
 		if got := kind + " " + map[bool]string{true: "systemd", false: "cgroupfs"}[systemd]; got != want {
 			t.Errorf("engineOf(%s) = %s, want %s", cx, got, want)
 		}
+	}
+}
+
+// Each containerd driver says why its context cannot run here, the
+// missing clients first, in the order the contexts need things.
+func TestClientSkips(t *testing.T) {
+	rt := Runtime{Name: "runc", Kind: "runc", Path: "/bin/true"}
+	r := &Runner{host: &cgroupfs.Host{Mode: mode.V1}, opt: Options{ClientsError: "bin/ctr is missing"}}
+	skip := func(cx string) string { return r.newDriver(cx, nil).skip(rt) }
+	for _, cx := range []string{"ctr", "kubelet-systemd", "cri-delegated", "kubelet-static"} {
+		if got := skip(cx); !strings.Contains(got, "make clients") || !strings.Contains(got, "bin/ctr is missing") {
+			t.Errorf("%s without the clients: %q", cx, got)
+		}
+	}
+	r.opt.Clients = &build.Binaries{}
+	for cx, want := range map[string]string{"ctr": "", "kubelet-cgroupfs": "", "kubelet-systemd": "needs systemd as PID 1",
+		"cri-delegated": "only on cgroup v2", "cri-privileged": "dynamically linked"} {
+		if got := skip(cx); want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("%s on a v1 host without systemd: %q, want %q", cx, got, want)
+		}
+	}
+	r.host.SystemdPID1 = true
+	for _, cx := range []string{"kubelet-systemd", "cri-privileged"} {
+		if got := skip(cx); !strings.Contains(got, "throwaway") {
+			t.Errorf("%s with systemd on a shared host: %q", cx, got)
+		}
+	}
+	r.opt.Throwaway = true
+	if got := skip("kubelet-systemd"); got != "" {
+		t.Errorf("kubelet-systemd with systemd on a throwaway host: %q", got)
 	}
 }

@@ -32,9 +32,7 @@ func engineOf(cx string) (kind string, systemd bool) {
 
 // engineDriver: a sandbox is one engine container.
 type engineDriver struct {
-	r      *Runner
-	cs     *caseState
-	cx     string
+	base
 	engine *clients.Engine
 	// rtName is the name the engine knows the runtime under test by.
 	rtName string

@@ -111,33 +111,32 @@ func (cs *caseState) kubeletOf() *execDriver {
 // (kubepods.slice and below, none of ours by then). It returns what it
 // could not undo.
 func (d *execDriver) closeKubelet() []string {
-	r, cl := d.r, d
-	if cl.kubelet == nil {
+	if d.kubelet == nil {
 		return nil
 	}
 	var left []string
 	ctx := context.Background()
-	if !cl.podRemoved && cl.pod != nil {
+	if !d.podRemoved && d.pod != nil {
 		// Only the pod sandbox is waited for: a failed case may have left
 		// sandboxes in the pod's cgroup, which containerd's Stop ends.
-		if _, err := cl.kubelet.RemoveStaticPod(ctx, kubeletPodName, r.scaled(time.Minute), func() bool { return true }); err != nil {
+		if _, err := d.kubelet.RemoveStaticPod(ctx, kubeletPodName, d.r.scaled(time.Minute), func() bool { return true }); err != nil {
 			left = append(left, err.Error())
 		}
 	}
-	if err := cl.kubelet.Stop(); err != nil {
+	if err := d.kubelet.Stop(); err != nil {
 		left = append(left, err.Error())
 	}
-	cl.kubelet = nil
+	d.kubelet = nil
 	// The stopped sandbox the kubelet's garbage collection had not yet
 	// removed: gone with the kubelet, containerd's to remove.
-	if cl.pod != nil && cl.pod.SandboxID != "" {
-		if st := cl.pod.Remove(ctx, true); !st.OK() && !strings.Contains(st.Output, "not found") {
+	if d.pod != nil && d.pod.SandboxID != "" {
+		if st := d.pod.Remove(ctx, true); !st.OK() && !strings.Contains(st.Output, "not found") {
 			left = append(left, fmt.Sprintf("crictl rmp -f of the kubelet's pod: exit %d %s %s", st.Exit, st.Err, st.Output))
 		}
-		cl.podRemoved = true
+		d.podRemoved = true
 	}
-	if cl.kubeletMadeQoS {
-		if out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "stop", "kubepods.slice")); err != nil {
+	if d.kubeletMadeQoS {
+		if out, err := d.r.reaper.output(exec.CommandContext(ctx, "systemctl", "stop", "kubepods.slice")); err != nil {
 			left = append(left, fmt.Sprintf("systemctl stop kubepods.slice (the kubelet made it): %v: %s", err, strings.TrimSpace(string(out))))
 		}
 	}

@@ -389,8 +389,8 @@ func (r *Runner) unmet(reqs []string) string {
 				return "needs a throwaway host (-throwaway, set by the matrix in its VMs): it may reach the real root of a hierarchy"
 			}
 		case "clients":
-			if r.opt.Clients == nil {
-				return "needs the real clients (containerd, ctr, crictl, the shims; make clients): " + r.opt.ClientsError
+			if why := r.needsClients(); why != "" {
+				return why
 			}
 		}
 	}
