@@ -257,40 +257,37 @@ type PodState struct {
 	// pause process and the container's init under runc; the sandbox
 	// process under runsc).
 	SandboxPID, ContainerPID int
-	// SandboxCgroupsPath and ContainerCgroupsPath are the cgroupsPath of
-	// their OCI specs.
-	SandboxCgroupsPath, ContainerCgroupsPath string
-	Steps                                    []Step
+	Steps                    []Step
 }
 
 // Inspect asks containerd about the pod and its container.
 func (p *Pod) Inspect(ctx context.Context) PodState {
 	var s PodState
 	if p.SandboxID != "" {
-		st := p.inspect(ctx, "inspectp", p.SandboxID, &s.SandboxPID, &s.SandboxState, &s.SandboxCgroupsPath)
+		st := p.inspect(ctx, "inspectp", p.SandboxID, &s.SandboxPID, &s.SandboxState)
 		s.Steps = append(s.Steps, st)
 	}
 	if p.ContainerID != "" {
-		st := p.inspect(ctx, "inspect", p.ContainerID, &s.ContainerPID, &s.ContainerState, &s.ContainerCgroupsPath)
+		st := p.inspect(ctx, "inspect", p.ContainerID, &s.ContainerPID, &s.ContainerState)
 		s.Steps = append(s.Steps, st)
 	}
 	return s
 }
 
-// inspect runs crictl sub (inspect or inspectp) on id and fills pid, state
-// and cgroupsPath from its JSON; the step keeps the output only when crictl
-// failed, and the parse error when it did not.
-func (p *Pod) inspect(ctx context.Context, sub, id string, pid *int, state, cgroupsPath *string) Step {
+// inspect runs crictl sub (inspect or inspectp) on id and fills pid and
+// state from its JSON; the step keeps the output only when crictl failed,
+// and the parse error when it did not.
+func (p *Pod) inspect(ctx context.Context, sub, id string, pid *int, state *string) Step {
 	st := p.crictl(ctx, "crictl "+sub, sub, "-o", "json", id)
 	out := st.Output
 	st.Output = ""
-	switch n, sta, cg, err := ParseInspect(out); {
+	switch n, sta, err := ParseInspect(out); {
 	case !st.OK():
 		st.Output = out
 	case err != nil:
 		st.Err = err.Error()
 	default:
-		*pid, *state, *cgroupsPath = n, sta, cg
+		*pid, *state = n, sta
 	}
 	return st
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -437,7 +438,7 @@ func firstWords(args []string, n int) string {
 // ImportImage imports the local image into namespace ns (ctr images
 // import; the snapshotter unpacks it).
 func (c *Containerd) ImportImage(ctx context.Context, ns string) Step {
-	st := c.Ctr(ctx, 2*time.Minute, ns, "images", "import", "--snapshotter", c.Snapshotter, "--platform", "linux/"+runtimeArch(), c.Layout.Image())
+	st := c.Ctr(ctx, 2*time.Minute, ns, "images", "import", "--snapshotter", c.Snapshotter, "--platform", "linux/"+runtime.GOARCH, c.Layout.Image())
 	if st.OK() && !strings.Contains(st.Output, ImageName) {
 		// ctr does not always print what it imported: ask containerd.
 		if ls := c.Ctr(ctx, time.Minute, ns, "images", "ls", "-q"); !ls.OK() || !strings.Contains(ls.Output, ImageName) {

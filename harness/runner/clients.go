@@ -149,57 +149,19 @@ func (r *Runner) needsClients() string {
 	return ""
 }
 
-// needsThrowaway: with systemd, the kubelet's driver makes kubepods.slice.
-func (d *containerd) needsThrowaway(systemd bool) string {
-	if systemd && !d.r.opt.Throwaway {
-		return "the kubelet's systemd driver makes kubepods.slice at the root of the host's hierarchies, outside the test root: needs a throwaway host (-throwaway, the matrix's VMs)"
+// skip says why a containerd context cannot run here, or "".
+func (d *containerd) skip(rt Runtime) string {
+	r, cx := d.r, d.cx
+	if why := r.needsClients(); why != "" {
+		return why
 	}
-	return ""
-}
-
-// handlerSkip says why the runtime under test has no handler that starts
-// here, or "".
-func (d *containerd) handlerSkip(rt Runtime) string {
-	h, err := handlerFor(rt, d.r.opt.Clients)
-	if err != nil {
-		return err.Error()
-	}
-	if h.IsRunsc() {
-		if status, err := os.ReadFile("/proc/self/status"); err == nil && !hasCap(string(status), capSysResource) {
-			return "gVisor's shim sets its oom_score_adj to -999 and fails to start without CAP_SYS_RESOURCE, which this host's root lacks (clients/README.md, problem 1): runs in the matrix's VMs"
+	switch cx {
+	case "kubelet-systemd":
+		if !r.host.SystemdPID1 {
+			return "the systemd cgroup driver needs systemd as PID 1 (runs in the systemd VMs)"
 		}
-	}
-	return ""
-}
-
-func (d *ctrDriver) skip(rt Runtime) string {
-	if why := d.r.needsClients(); why != "" {
-		return why
-	}
-	return d.handlerSkip(rt)
-}
-
-func (d *podDriver) skip(rt Runtime) string {
-	if why := d.r.needsClients(); why != "" {
-		return why
-	}
-	if d.systemd() && !d.r.host.SystemdPID1 {
-		return "the systemd cgroup driver needs systemd as PID 1 (runs in the systemd VMs)"
-	}
-	if why := d.needsThrowaway(d.systemd()); why != "" {
-		return why
-	}
-	return d.handlerSkip(rt)
-}
-
-func (d *execDriver) skip(rt Runtime) string {
-	if why := d.r.needsClients(); why != "" {
-		return why
-	}
-	r := d.r
-	switch d.cx {
 	case "kubelet-static", "kubelet-static-nested", "kubelet-static-unprivileged":
-		if d.cx == "kubelet-static-nested" && r.host.Mode != mode.V2 {
+		if cx == "kubelet-static-nested" && r.host.Mode != mode.V2 {
 			return "the caller moves itself into a leaf only on cgroup v2 (no internal processes rule); on v1 client-kubelet-cpu already places the sandboxes beneath C"
 		}
 		if r.opt.Clients.Kubelet == "" {
@@ -213,10 +175,32 @@ func (d *execDriver) skip(rt Runtime) string {
 			return "containerd gives a container a cgroup namespace and a writable cgroup2 (cgroup_writable) only on cgroup v2"
 		}
 	}
-	if why := d.needsThrowaway(r.host.SystemdPID1); why != "" {
-		return why
+	if d.systemd() && !r.opt.Throwaway {
+		return "the kubelet's systemd driver makes kubepods.slice at the root of the host's hierarchies, outside the test root: needs a throwaway host (-throwaway, the matrix's VMs)"
 	}
-	return staticBinary(rt.Path)
+	if !d.makes() {
+		return staticBinary(rt.Path)
+	}
+	h, err := handlerFor(rt, r.opt.Clients)
+	if err != nil {
+		return err.Error()
+	}
+	if h.IsRunsc() {
+		if status, err := os.ReadFile("/proc/self/status"); err == nil && !hasCap(string(status), capSysResource) {
+			return "gVisor's shim sets its oom_score_adj to -999 and fails to start without CAP_SYS_RESOURCE, which this host's root lacks (clients/README.md, problem 1): runs in the matrix's VMs"
+		}
+	}
+	return ""
+}
+
+// makes says the client makes the sandboxes (ctr, kubelet-*); in the
+// other containerd contexts a pod's container is the caller.
+func (d *containerd) makes() bool { return casefile.ClientContexts[d.cx].Makes }
+
+// systemd says containerd and its pods use the systemd cgroup driver:
+// kubelet-systemd, and every exec context where systemd is PID 1.
+func (d *containerd) systemd() bool {
+	return d.cx == "kubelet-systemd" || !d.makes() && d.r.host.SystemdPID1
 }
 
 // capSysResource is CAP_SYS_RESOURCE's bit in a capability set.
@@ -240,7 +224,7 @@ func hasCap(status string, bit uint) bool {
 // start starts the case's containerd, with the runtime under test's
 // handler when the client makes the sandboxes, and the delegated runc
 // handler for cri-delegated's pod.
-func (d *containerd) start(ctx context.Context, makes, systemd bool) error {
+func (d *containerd) start(ctx context.Context) error {
 	r, cs := d.r, d.cs
 	runc := ""
 	if cs.rt.Kind == "runc" {
@@ -251,7 +235,7 @@ func (d *containerd) start(ctx context.Context, makes, systemd bool) error {
 		return fmt.Errorf("runc is not installed: containerd's CRI plugin needs its default runc handler")
 	}
 	var hs []clients.Handler
-	if makes {
+	if d.makes() {
 		h, err := handlerFor(cs.rt, r.opt.Clients)
 		if err != nil {
 			return err
@@ -280,7 +264,7 @@ func (d *containerd) start(ctx context.Context, makes, systemd bool) error {
 	t0 := time.Now()
 	c, err := clients.Start(ctx, clients.Options{
 		Bins: r.opt.Clients, Runc: runc, Busybox: r.opt.Busybox, BaseParent: cs.dir,
-		SystemdCgroup: systemd, Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root},
+		SystemdCgroup: d.systemd(), Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root},
 		Handlers: hs, RunscDebug: r.opt.ClientsDebug, Log: logf, StartCmd: r.startRegistered,
 	})
 	cs.timeDaemon("containerd", t0, err)
@@ -297,6 +281,9 @@ func (d *containerd) start(ctx context.Context, makes, systemd bool) error {
 // what is left below its base) and then removes pod's cgroup, as the
 // kubelet would.
 func (d *containerd) stop(pod *clients.Pod, left []string) []string {
+	if d.c == nil {
+		return left
+	}
 	left = append(left, d.c.Stop().Errors...)
 	if pod != nil {
 		left = append(left, pod.RemoveCgroup()...)
@@ -310,7 +297,7 @@ func (d *containerd) stop(pod *clients.Pod, left []string) []string {
 type ctrDriver struct{ *containerd }
 
 func (d *ctrDriver) setup(ctx context.Context) error {
-	if err := d.start(ctx, true, false); err != nil {
+	if err := d.start(ctx); err != nil {
 		return err
 	}
 	d.cs.caller = map[string]string{}
@@ -321,12 +308,7 @@ func (d *ctrDriver) setup(ctx context.Context) error {
 	return nil
 }
 
-func (d *ctrDriver) close() []string {
-	if d.c == nil {
-		return nil
-	}
-	return d.stop(nil, nil)
-}
+func (d *ctrDriver) close() []string { return d.stop(nil, nil) }
 
 // podDriver (kubelet-cgroupfs, kubelet-systemd): the case's one sandbox is
 // a CRI pod in a kubelet-style pod cgroup, C.
@@ -335,10 +317,8 @@ type podDriver struct {
 	pod *clients.Pod
 }
 
-func (d *podDriver) systemd() bool { return d.cx == "kubelet-systemd" }
-
 func (d *podDriver) setup(ctx context.Context) error {
-	if err := d.start(ctx, true, d.systemd()); err != nil {
+	if err := d.start(ctx); err != nil {
 		return err
 	}
 	pod, _, err := d.c.NewPod(ctx, clients.PodOptions{Handler: d.handler.Name, CgroupRoot: d.cs.root})
@@ -347,7 +327,15 @@ func (d *podDriver) setup(ctx context.Context) error {
 	}
 	pod.Limit = d.r.commandLimit()
 	d.pod = pod
-	d.r.setPodCaller(d.cs, pod.ParentDir)
+	// C is the pod cgroup, the same path in every hierarchy; one outside
+	// the case root (a systemd slice) is watched.
+	d.cs.caller = map[string]string{}
+	for _, h := range d.r.host.Hierarchies {
+		d.cs.caller[h.Key] = pod.ParentDir
+		if !cgroupfs.IsUnder(pod.ParentDir, d.cs.root) {
+			d.cs.extra = append(d.cs.extra, hierarchyPath{h.Key, pod.ParentDir})
+		}
+	}
 	return nil
 }
 
@@ -396,18 +384,6 @@ func (r *Runner) startRegistered(cmd *exec.Cmd) (func(), error) {
 	return func() { r.reaper.release(pid) }, nil
 }
 
-// setPodCaller makes dir (a pod cgroup, the same path in every hierarchy)
-// the caller C; one outside the case root (a systemd slice) is watched.
-func (r *Runner) setPodCaller(cs *caseState, dir string) {
-	cs.caller = map[string]string{}
-	for _, h := range r.host.Hierarchies {
-		cs.caller[h.Key] = dir
-		if !cgroupfs.IsUnder(dir, cs.root) {
-			cs.extra = append(cs.extra, hierarchyPath{h.Key, dir})
-		}
-	}
-}
-
 // execDriver (cri-*, kubelet-static*): a runc pod's container is the
 // caller; every runtime command runs in it through crictl exec.
 type execDriver struct {
@@ -435,7 +411,7 @@ type execDriver struct {
 // and the pod's processes are the context's.
 func (d *execDriver) setup(ctx context.Context) error {
 	r, cs := d.r, d.cs
-	if err := d.start(ctx, false, r.host.SystemdPID1); err != nil {
+	if err := d.start(ctx); err != nil {
 		return err
 	}
 	handler, privileged := clients.HandlerRunc, cs.cx == "cri-privileged"
