@@ -11,7 +11,9 @@ package clients
 
 import (
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -241,12 +243,7 @@ func RenderRunscConfig(c RunscConfig) string {
 	if c.Debug {
 		flags["debug"] = "true"
 	}
-	keys := make([]string, 0, len(flags))
-	for k := range flags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(flags)) {
 		fmt.Fprintf(&b, "  %s = %s\n", tomlString(k), tomlString(flags[k]))
 	}
 	return b.String()

@@ -187,13 +187,19 @@ func (p *Pod) crictl(ctx context.Context, name string, args ...string) Step {
 func (p *Pod) Run(ctx context.Context) Step {
 	cfg, _ := PodSpecFor(p.opts, p.dir, p.CgroupParent)
 	path := filepath.Join(p.dir, "pod.json")
+	return p.make(ctx, "crictl runp", cfg, path, &p.SandboxID, "runp", "--runtime", p.opts.Handler, path)
+}
+
+// make writes cfg to path, then runs crictl args, which prints the ID of
+// what it made; id is set to it ("" when crictl failed).
+func (p *Pod) make(ctx context.Context, name string, cfg []byte, path string, id *string, args ...string) Step {
 	if err := os.WriteFile(path, cfg, 0o644); err != nil {
-		return Step{Name: "crictl runp", Exit: -1, Err: err.Error()}
+		return Step{Name: name, Exit: -1, Err: err.Error()}
 	}
-	st := p.crictl(ctx, "crictl runp", "runp", "--runtime", p.opts.Handler, path)
-	p.SandboxID = ""
-	if id, err := ParseID(st.Output); st.OK() && err == nil {
-		p.SandboxID = id
+	st := p.crictl(ctx, name, args...)
+	*id = ""
+	if v, err := ParseID(st.Output); st.OK() && err == nil {
+		*id = v
 	} else if st.OK() {
 		st.Err = err.Error()
 	}
@@ -208,17 +214,7 @@ func (p *Pod) CreateContainer(ctx context.Context, o ContainerOptions) Step {
 	}
 	cfg, _ := ContainerSpecFor(o, p.opts.HostPID)
 	path := filepath.Join(p.dir, "container-"+o.Name+".json")
-	if err := os.WriteFile(path, cfg, 0o644); err != nil {
-		return Step{Name: "crictl create", Exit: -1, Err: err.Error()}
-	}
-	st := p.crictl(ctx, "crictl create", "create", p.SandboxID, path, filepath.Join(p.dir, "pod.json"))
-	p.ContainerID = ""
-	if id, err := ParseID(st.Output); st.OK() && err == nil {
-		p.ContainerID = id
-	} else if st.OK() {
-		st.Err = err.Error()
-	}
-	return st
+	return p.make(ctx, "crictl create", cfg, path, &p.ContainerID, "create", p.SandboxID, path, filepath.Join(p.dir, "pod.json"))
 }
 
 // StartContainer is StartContainer (crictl start).
@@ -261,40 +257,37 @@ type PodState struct {
 	// pause process and the container's init under runc; the sandbox
 	// process under runsc).
 	SandboxPID, ContainerPID int
-	// SandboxCgroupsPath and ContainerCgroupsPath are the cgroupsPath of
-	// their OCI specs.
-	SandboxCgroupsPath, ContainerCgroupsPath string
-	Steps                                    []Step
+	Steps                    []Step
 }
 
 // Inspect asks containerd about the pod and its container.
 func (p *Pod) Inspect(ctx context.Context) PodState {
 	var s PodState
 	if p.SandboxID != "" {
-		st := p.inspect(ctx, "inspectp", p.SandboxID, &s.SandboxPID, &s.SandboxState, &s.SandboxCgroupsPath)
+		st := p.inspect(ctx, "inspectp", p.SandboxID, &s.SandboxPID, &s.SandboxState)
 		s.Steps = append(s.Steps, st)
 	}
 	if p.ContainerID != "" {
-		st := p.inspect(ctx, "inspect", p.ContainerID, &s.ContainerPID, &s.ContainerState, &s.ContainerCgroupsPath)
+		st := p.inspect(ctx, "inspect", p.ContainerID, &s.ContainerPID, &s.ContainerState)
 		s.Steps = append(s.Steps, st)
 	}
 	return s
 }
 
-// inspect runs crictl sub (inspect or inspectp) on id and fills pid, state
-// and cgroupsPath from its JSON; the step keeps the output only when crictl
-// failed, and the parse error when it did not.
-func (p *Pod) inspect(ctx context.Context, sub, id string, pid *int, state, cgroupsPath *string) Step {
+// inspect runs crictl sub (inspect or inspectp) on id and fills pid and
+// state from its JSON; the step keeps the output only when crictl failed,
+// and the parse error when it did not.
+func (p *Pod) inspect(ctx context.Context, sub, id string, pid *int, state *string) Step {
 	st := p.crictl(ctx, "crictl "+sub, sub, "-o", "json", id)
 	out := st.Output
 	st.Output = ""
-	switch n, sta, cg, err := ParseInspect(out); {
+	switch n, sta, err := ParseInspect(out); {
 	case !st.OK():
 		st.Output = out
 	case err != nil:
 		st.Err = err.Error()
 	default:
-		*pid, *state, *cgroupsPath = n, sta, cg
+		*pid, *state = n, sta
 	}
 	return st
 }

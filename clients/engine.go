@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/runsc-cgroups/cgconform/clients/ociimage"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
@@ -158,23 +155,7 @@ func (e *Engine) env() []string {
 // command makes argv a command that first joins the engine's cgroup (on
 // cgroup v1 there is no clone into a cgroup).
 func (e *Engine) command(ctx context.Context, argv ...string) *exec.Cmd {
-	script := `exec "$@"`
-	if cg := e.Cgroup(); cg != "" {
-		var joins []string
-		for _, h := range e.opts.Tree.Host.Hierarchies {
-			f := ShellQuote(filepath.Join(h.Dir(cg), "cgroup.procs"))
-			join := "echo $$ >" + f + " || exit 1; "
-			if e.opts.Tree.Host.SystemdPID1 && h.Name() == "blkio" {
-				// On a systemd cgroup v1 host systemd removes it in the
-				// blkio hierarchy when a scope with BlockIOAccounting
-				// starts (runc's systemd driver and runsc's; measured in
-				// the systemd-v1 VM). Anywhere else a missing one fails.
-				join = "[ ! -e " + f + " ] || " + join
-			}
-			joins = append(joins, join)
-		}
-		script = strings.Join(joins, "") + `exec "$@"`
-	}
+	script := joinScript(e.opts.Tree, e.Cgroup(), true)
 	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", script, "sh"}, argv...)...)
 	cmd.Env = e.env()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -295,17 +276,10 @@ func (e *Engine) RunArgs(rt string, extra ...string) []string {
 }
 
 func (e *Engine) stopDaemon() {
-	if e.cmd == nil {
-		return
+	if e.cmd != nil {
+		stopDaemon(e.cmd.Process, e.done, 30*time.Second)
+		e.cmd = nil
 	}
-	_ = syscall.Kill(e.PID, syscall.SIGTERM)
-	select {
-	case <-e.done:
-	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(e.PID, syscall.SIGKILL)
-		<-e.done
-	}
-	e.cmd = nil
 }
 
 // Stop removes what is left: every container (podman rm -f), dockerd
@@ -321,34 +295,12 @@ func (e *Engine) Stop() []string {
 		}
 	}
 	e.stopDaemon()
-	for round := 0; round < 5; round++ {
-		left := ours(readProcs(), os.Getpid(), -1, e.Base)
-		if len(left) == 0 {
-			break
-		}
-		for _, p := range left {
-			p.kill()
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	killOurs(e.Base, nil)
 	_, serrs := e.shimRun.clean()
 	errs = append(errs, serrs...)
 	if e.log != nil {
 		e.log.Close()
 	}
-	ms, err := mountsUnder(e.Base)
-	if err != nil {
-		errs = append(errs, err.Error())
-	}
-	for _, m := range ms {
-		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			errs = append(errs, fmt.Sprintf("unmounting %s: %v", m, err))
-		}
-	}
-	if left, _ := mountsUnder(e.Base); len(left) > 0 {
-		errs = append(errs, fmt.Sprintf("not removing %s: %s is still mounted", e.Base, left[0]))
-	} else if err := os.RemoveAll(e.Base); err != nil {
-		errs = append(errs, err.Error())
-	}
-	return errs
+	_, rerrs := removeBase(e.Base)
+	return append(errs, rerrs...)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"runtime"
 	"strings"
 )
 
@@ -47,27 +46,21 @@ type inspectInfo struct {
 		State string `json:"state"`
 	} `json:"status"`
 	Info struct {
-		Pid         int `json:"pid"`
-		RuntimeSpec struct {
-			Linux struct {
-				CgroupsPath string `json:"cgroupsPath"`
-			} `json:"linux"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"runtimeSpec"`
+		Pid int `json:"pid"`
 	} `json:"info"`
 }
 
-// ParseInspect reads the PID, state and spec cgroupsPath from the JSON
-// `crictl inspect -o json` or `crictl inspectp -o json` prints.
-func ParseInspect(out string) (pid int, state, cgroupsPath string, err error) {
+// ParseInspect reads the PID and state from the JSON `crictl inspect -o
+// json` or `crictl inspectp -o json` prints.
+func ParseInspect(out string) (pid int, state string, err error) {
 	var in inspectInfo
 	if err := json.Unmarshal([]byte(out), &in); err != nil {
-		return 0, "", "", fmt.Errorf("parsing crictl inspect output: %w", err)
+		return 0, "", fmt.Errorf("parsing crictl inspect output: %w", err)
 	}
 	if in.Status.ID == "" {
-		return 0, "", "", fmt.Errorf("crictl inspect output has no status.id: %.200s", out)
+		return 0, "", fmt.Errorf("crictl inspect output has no status.id: %.200s", out)
 	}
-	return in.Info.Pid, in.Status.State, in.Info.RuntimeSpec.Linux.CgroupsPath, nil
+	return in.Info.Pid, in.Status.State, nil
 }
 
 // ParseID reads the container ID a client printed (64 hex digits; the
@@ -97,5 +90,3 @@ func TaskPID(out, id string) (pid int, status string) {
 	}
 	return 0, ""
 }
-
-func runtimeArch() string { return runtime.GOARCH }

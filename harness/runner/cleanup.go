@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -134,14 +135,7 @@ func (cs *caseState) wholeTree() bool {
 	return cs.wholeInput || cs.client == nil && slices.Contains(cs.c.Requires, "throwaway")
 }
 
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func keys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
 
 func diffSets(before, after map[string]bool) (added, removed []string) {
 	for k := range after {
@@ -168,8 +162,8 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 		if !in.created || in.deleted {
 			continue
 		}
-		if cs.client != nil && cs.client.kind.makes() {
-			_, cmd := foldSteps(r.clientAction(ctx, cs, in, "delete-force", nil, ""))
+		if m := cs.maker(); m != nil {
+			_, cmd := foldSteps(m.action(ctx, in, "delete-force", nil, ""))
 			cs.noteDelete(cmd.Dur)
 			if cmd.Exit != 0 {
 				notes = append(notes, fmt.Sprintf("client delete-force %s exited %d: %s", in.label, cmd.Exit, trunc(cmd.Output, 300)))
@@ -383,49 +377,28 @@ func (cs *caseState) isForeign(pid int) bool {
 	return false
 }
 
-func intsToStrings(xs []int) []string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = fmt.Sprint(x)
-	}
-	return out
-}
-
 // teardownCase removes the context and everything below the case root.
 func (r *Runner) teardownCase(cs *caseState) {
-	if left := r.closeClient(cs); len(left) > 0 {
-		cs.fail("teardown", "the client context could not be undone", strings.Join(left, "\n"))
-		if cs.res.Outcome != report.Skip {
-			cs.res.Outcome = report.Fail
+	if cs.client != nil {
+		if left := cs.client.close(); len(left) > 0 {
+			cs.fail("teardown", "the client context could not be undone", strings.Join(left, "\n"))
+			if cs.res.Outcome != report.Skip {
+				cs.res.Outcome = report.Fail
+			}
 		}
 	}
 	if left := killAndWait(descendantProcs(os.Getpid()), 5*time.Second); len(left) > 0 {
 		cs.fail("teardown", fmt.Sprintf("processes survived SIGKILL: %v", left), "")
 		cs.res.Outcome = report.Fail
 	}
-	var left []string
-	if cs.client != nil {
-		// What a runtime made in a pod slice outside the case root (the
-		// kubelet stopped the slice above; systemd removes its own).
-		for _, e := range cs.extra {
-			for _, h := range r.host.Hierarchies {
-				if h.Key == e.key {
-					left = append(left, cgroupfs.RemoveTree(h.Dir(e.path), 5*time.Second)...)
-				}
-			}
-		}
-		for _, n := range cs.names {
-			for _, h := range r.host.Hierarchies {
-				for _, d := range cgroupfs.FindNamed(h, n, r.tree.Root) {
-					left = append(left, cgroupfs.RemoveTree(h.Dir(d), 5*time.Second)...)
-				}
-			}
-		}
-	}
 	if cs.unit != "" {
 		_, _ = r.reaper.output(exec.Command("systemctl", "stop", cs.unit))
-		// What a runtime made inside the unit is ours to remove; systemd
-		// removes the unit's own cgroup.
+	}
+	var left []string
+	// What a runtime made in a pod slice outside the case root (the
+	// kubelet stopped the slice above), or inside the unit: systemd
+	// removes its own.
+	if cs.client != nil || cs.unit != "" {
 		for _, e := range cs.extra {
 			for _, h := range r.host.Hierarchies {
 				if h.Key == e.key {
@@ -435,8 +408,11 @@ func (r *Runner) teardownCase(cs *caseState) {
 		}
 	}
 	for _, h := range r.host.Hierarchies {
-		for _, d := range cgroupfs.FindNamed(h, r.token, r.tree.Root) {
-			left = append(left, cgroupfs.RemoveTree(h.Dir(d), 5*time.Second)...)
+		// A client's IDs (cs.names) name its cgroups as the token does.
+		for _, n := range append(slices.Clone(cs.names), r.token) {
+			for _, d := range cgroupfs.FindNamed(h, n, r.tree.Root) {
+				left = append(left, cgroupfs.RemoveTree(h.Dir(d), 5*time.Second)...)
+			}
 		}
 		left = append(left, cgroupfs.RemoveTree(h.Dir(cs.root), 5*time.Second)...)
 	}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"debug/elf"
 	"fmt"
@@ -28,62 +29,64 @@ import (
 // drives it; this file maps the case's steps onto it and its observations
 // onto the harness's records.
 
-// clientKind is how a client context uses containerd.
-type clientKind int
-
-const (
-	clientNone clientKind = iota
-	// clientCtr: sandboxes are ctr containers (ctr run --config).
-	clientCtr
-	// clientKubelet: the sandbox is a CRI pod in a kubelet-style pod cgroup.
-	clientKubelet
-	// clientExec: a runc pod's container is the caller; runtime commands
-	// run in it through crictl exec.
-	clientExec
-	// clientEngine: sandboxes are Docker or Podman containers (engine.go).
-	clientEngine
-)
-
-func clientKindOf(cx string) clientKind {
-	switch cx {
-	case "ctr":
-		return clientCtr
-	case "kubelet-cgroupfs", "kubelet-systemd":
-		return clientKubelet
-	case "cri-privileged", "cri-delegated", "cri-delegated-nested", "kubelet-static", "kubelet-static-nested", "kubelet-static-unprivileged":
-		return clientExec
-	}
-	if casefile.ClientContexts[cx].Engine {
-		return clientEngine
-	}
-	return clientNone
+// A driver is one kind of client context: it says why the context cannot
+// run here, builds it (the caller C) and undoes it. The drivers whose
+// client makes the sandboxes (ctr, the CRI pod, the engines) are makers:
+// every action, state and observation of a sandbox goes through them.
+type driver interface {
+	skip(rt Runtime) string
+	setup(ctx context.Context) error
+	// close ends the context before the harness kills what is left, and
+	// returns what it could not undo.
+	close() []string
 }
 
-// makes reports whether the client, not a runtime command line, makes the
-// sandboxes.
-func (k clientKind) makes() bool { return k == clientCtr || k == clientKubelet || k == clientEngine }
+type maker interface {
+	driver
+	action(ctx context.Context, in *instance, do string, args []string, signal string) []clients.Step
+	state(ctx context.Context, in *instance) (ociState, error)
+	observe(ctx context.Context, in *instance) string
+}
 
-// clientState is a client context in progress.
-type clientState struct {
-	kind clientKind
-	c    *clients.Containerd
-	// handler runs the runtime under test (ctr, kubelet).
+// newDriver is context cx's driver for case cs (nil cs: only to ask skip),
+// nil for a CLI context.
+func (r *Runner) newDriver(cx string, cs *caseState) driver {
+	b := base{r: r, cs: cs, cx: cx}
+	d := &containerd{base: b}
+	switch cx {
+	case "ctr":
+		return &ctrDriver{d}
+	case "kubelet-cgroupfs", "kubelet-systemd":
+		return &podDriver{containerd: d}
+	case "cri-privileged", "cri-delegated", "cri-delegated-nested", "kubelet-static", "kubelet-static-nested", "kubelet-static-unprivileged":
+		return &execDriver{containerd: d}
+	}
+	if casefile.ClientContexts[cx].Engine {
+		return &engineDriver{base: b}
+	}
+	return nil
+}
+
+// maker is the case's client when it makes the sandboxes, else nil.
+func (cs *caseState) maker() maker {
+	m, _ := cs.client.(maker)
+	return m
+}
+
+// base is what every driver knows: the run, its case (nil to ask skip)
+// and its context.
+type base struct {
+	r  *Runner
+	cs *caseState
+	cx string
+}
+
+// containerd is what the containerd contexts share: the case's private
+// containerd and the handler that runs the runtime under test.
+type containerd struct {
+	base
+	c       *clients.Containerd
 	handler clients.Handler
-	// pod is the kubelet context's pod (its sandbox the case's one
-	// sandbox), or the runc pod whose container is C (exec).
-	pod *clients.Pod
-	// podRemoved says the exec context's pod is gone already.
-	podRemoved bool
-	// kubelet is kubelet-static's kubelet; kubeletMadeQoS says
-	// kubepods.slice was not there before it; kubeletLogFrom is where
-	// its log stood once the pod ran.
-	kubelet        *clients.Kubelet
-	kubeletMadeQoS bool
-	kubeletLogFrom int64
-	// engine is the docker or podman context's engine; engineRT the
-	// name it knows the runtime under test by.
-	engine   *clients.Engine
-	engineRT string
 }
 
 // PodHandlerDelegated is the runc handler of the cri-delegated pod: cgroup2
@@ -137,17 +140,20 @@ func staticBinary(path string) string {
 	return ""
 }
 
-// clientSkip says why a client context cannot run here, or "".
-func (r *Runner) clientSkip(cx string, rt Runtime) string {
-	k := clientKindOf(cx)
-	if k == clientNone {
-		return ""
-	}
-	if k == clientEngine {
-		return r.engineSkip(cx)
-	}
+// needsClients says why nothing that needs the real clients can run here,
+// or "".
+func (r *Runner) needsClients() string {
 	if r.opt.Clients == nil {
 		return "needs the real clients (containerd, ctr, crictl, the shims; make clients): " + r.opt.ClientsError
+	}
+	return ""
+}
+
+// skip says why a containerd context cannot run here, or "".
+func (d *containerd) skip(rt Runtime) string {
+	r, cx := d.r, d.cx
+	if why := r.needsClients(); why != "" {
+		return why
 	}
 	switch cx {
 	case "kubelet-systemd":
@@ -169,10 +175,10 @@ func (r *Runner) clientSkip(cx string, rt Runtime) string {
 			return "containerd gives a container a cgroup namespace and a writable cgroup2 (cgroup_writable) only on cgroup v2"
 		}
 	}
-	if (cx == "kubelet-systemd" || k == clientExec && r.host.SystemdPID1) && !r.opt.Throwaway {
+	if d.systemd() && !r.opt.Throwaway {
 		return "the kubelet's systemd driver makes kubepods.slice at the root of the host's hierarchies, outside the test root: needs a throwaway host (-throwaway, the matrix's VMs)"
 	}
-	if k == clientExec {
+	if !d.makes() {
 		return staticBinary(rt.Path)
 	}
 	h, err := handlerFor(rt, r.opt.Clients)
@@ -185,6 +191,16 @@ func (r *Runner) clientSkip(cx string, rt Runtime) string {
 		}
 	}
 	return ""
+}
+
+// makes says the client makes the sandboxes (ctr, kubelet-*); in the
+// other containerd contexts a pod's container is the caller.
+func (d *containerd) makes() bool { return casefile.ClientContexts[d.cx].Makes }
+
+// systemd says containerd and its pods use the systemd cgroup driver:
+// kubelet-systemd, and every exec context where systemd is PID 1.
+func (d *containerd) systemd() bool {
+	return d.cx == "kubelet-systemd" || !d.makes() && d.r.host.SystemdPID1
 }
 
 // capSysResource is CAP_SYS_RESOURCE's bit in a capability set.
@@ -205,19 +221,11 @@ func hasCap(status string, bit uint) bool {
 	return false
 }
 
-// clientLimit bounds one client command (crictl, ctr): scaled like every
-// runtime command.
-func (r *Runner) clientLimit() time.Duration { return r.commandLimit() }
-
-// setupClient starts containerd for the case and builds the context's
-// caller cgroup C.
-func (r *Runner) setupClient(ctx context.Context, cs *caseState) error {
-	k := clientKindOf(cs.cx)
-	cl := &clientState{kind: k}
-	cs.client = cl
-	if k == clientEngine {
-		return r.setupEngine(ctx, cs)
-	}
+// start starts the case's containerd, with the runtime under test's
+// handler when the client makes the sandboxes, and the delegated runc
+// handler for cri-delegated's pod.
+func (d *containerd) start(ctx context.Context) error {
+	r, cs := d.r, d.cs
 	runc := ""
 	if cs.rt.Kind == "runc" {
 		runc = cs.rt.Path
@@ -227,7 +235,7 @@ func (r *Runner) setupClient(ctx context.Context, cs *caseState) error {
 		return fmt.Errorf("runc is not installed: containerd's CRI plugin needs its default runc handler")
 	}
 	var hs []clients.Handler
-	if k.makes() {
+	if d.makes() {
 		h, err := handlerFor(cs.rt, r.opt.Clients)
 		if err != nil {
 			return err
@@ -242,13 +250,12 @@ func (r *Runner) setupClient(ctx context.Context, cs *caseState) error {
 				return err
 			}
 		}
-		cl.handler = h
+		d.handler = h
 		hs = append(hs, h)
 	}
-	if cs.cx == "cri-delegated" || cs.cx == "cri-delegated-nested" {
+	if d.cx == "cri-delegated" || d.cx == "cri-delegated-nested" {
 		hs = append(hs, clients.Handler{Name: PodHandlerDelegated, Shim: r.opt.Clients.RuncShim, Runc: runc, CgroupWritable: true})
 	}
-	systemd := cs.cx == "kubelet-systemd" || k == clientExec && r.host.SystemdPID1
 	logf, err := os.Create(filepath.Join(cs.dir, "clients.log"))
 	if err != nil {
 		return err
@@ -257,35 +264,89 @@ func (r *Runner) setupClient(ctx context.Context, cs *caseState) error {
 	t0 := time.Now()
 	c, err := clients.Start(ctx, clients.Options{
 		Bins: r.opt.Clients, Runc: runc, Busybox: r.opt.Busybox, BaseParent: cs.dir,
-		SystemdCgroup: systemd, Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root},
+		SystemdCgroup: d.systemd(), Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root},
 		Handlers: hs, RunscDebug: r.opt.ClientsDebug, Log: logf, StartCmd: r.startRegistered,
 	})
 	cs.timeDaemon("containerd", t0, err)
 	if err != nil {
 		return fmt.Errorf("starting containerd: %w", err)
 	}
-	cl.c = c
+	d.c = c
 	cs.holders = append(cs.holders, c.PID)
 	r.note(fmt.Sprintf("client contexts: containerd %s, crictl, ctr; kubelet-style pods with the %s driver in cri-* contexts on this host", r.opt.ClientsVersion, map[bool]string{true: "systemd", false: "cgroupfs"}[r.host.SystemdPID1]))
-	switch k {
-	case clientCtr:
-		cs.caller = map[string]string{}
-		for _, h := range r.host.Hierarchies {
-			cs.caller[h.Key] = c.DaemonCgroup()
+	return nil
+}
+
+// stop stops containerd (killing by PID what its runtimes left, unmounting
+// what is left below its base) and then removes pod's cgroup, as the
+// kubelet would.
+func (d *containerd) stop(pod *clients.Pod, left []string) []string {
+	if d.c == nil {
+		return left
+	}
+	left = append(left, d.c.Stop().Errors...)
+	if pod != nil {
+		left = append(left, pod.RemoveCgroup()...)
+	}
+	d.c = nil
+	return left
+}
+
+// ctrDriver: the sandboxes are ctr containers (ctr run --config); C is
+// containerd's own cgroup.
+type ctrDriver struct{ *containerd }
+
+func (d *ctrDriver) setup(ctx context.Context) error {
+	if err := d.start(ctx); err != nil {
+		return err
+	}
+	d.cs.caller = map[string]string{}
+	for _, h := range d.r.host.Hierarchies {
+		d.cs.caller[h.Key] = d.c.DaemonCgroup()
+	}
+	d.cs.callerHolders = []int{d.c.PID}
+	return nil
+}
+
+func (d *ctrDriver) close() []string { return d.stop(nil, nil) }
+
+// podDriver (kubelet-cgroupfs, kubelet-systemd): the case's one sandbox is
+// a CRI pod in a kubelet-style pod cgroup, C.
+type podDriver struct {
+	*containerd
+	pod *clients.Pod
+}
+
+func (d *podDriver) setup(ctx context.Context) error {
+	if err := d.start(ctx); err != nil {
+		return err
+	}
+	pod, _, err := d.c.NewPod(ctx, clients.PodOptions{Handler: d.handler.Name, CgroupRoot: d.cs.root})
+	if err != nil {
+		return err
+	}
+	pod.Limit = d.r.commandLimit()
+	d.pod = pod
+	// C is the pod cgroup, the same path in every hierarchy; one outside
+	// the case root (a systemd slice) is watched.
+	d.cs.caller = map[string]string{}
+	for _, h := range d.r.host.Hierarchies {
+		d.cs.caller[h.Key] = pod.ParentDir
+		if !cgroupfs.IsUnder(pod.ParentDir, d.cs.root) {
+			d.cs.extra = append(d.cs.extra, hierarchyPath{h.Key, pod.ParentDir})
 		}
-		cs.callerHolders = []int{c.PID}
-		return nil
-	case clientKubelet:
-		pod, _, err := c.NewPod(ctx, clients.PodOptions{Handler: cl.handler.Name, CgroupRoot: cs.root})
-		if err != nil {
-			return err
-		}
-		pod.Limit = r.clientLimit()
-		cl.pod = pod
-		r.setPodCaller(cs, pod.ParentDir)
+	}
+	return nil
+}
+
+func (d *podDriver) close() []string {
+	if d.c == nil {
 		return nil
 	}
-	return r.setupExecPod(ctx, cs)
+	if d.pod != nil && d.pod.SandboxID != "" {
+		d.pod.Remove(context.Background(), true)
+	}
+	return d.stop(d.pod, nil)
 }
 
 // origin is where the runtime under test is started from: C, except in
@@ -296,12 +357,13 @@ func (cs *caseState) origin() map[string]string {
 	if cs.from != nil {
 		return cs.from
 	}
-	if cs.client == nil || cs.client.kind != clientKubelet || cs.client.c == nil {
+	d, ok := cs.client.(*podDriver)
+	if !ok || d.c == nil {
 		return cs.caller
 	}
 	out := map[string]string{}
 	for k := range cs.caller {
-		out[k] = cs.client.c.DaemonCgroup()
+		out[k] = d.c.DaemonCgroup()
 	}
 	return out
 }
@@ -322,19 +384,22 @@ func (r *Runner) startRegistered(cmd *exec.Cmd) (func(), error) {
 	return func() { r.reaper.release(pid) }, nil
 }
 
-// setPodCaller makes dir (a pod cgroup, the same path in every hierarchy)
-// the caller C; one outside the case root (a systemd slice) is watched.
-func (r *Runner) setPodCaller(cs *caseState, dir string) {
-	cs.caller = map[string]string{}
-	for _, h := range r.host.Hierarchies {
-		cs.caller[h.Key] = dir
-		if !cgroupfs.IsUnder(dir, cs.root) {
-			cs.extra = append(cs.extra, hierarchyPath{h.Key, dir})
-		}
-	}
+// execDriver (cri-*, kubelet-static*): a runc pod's container is the
+// caller; every runtime command runs in it through crictl exec.
+type execDriver struct {
+	*containerd
+	pod *clients.Pod
+	// podRemoved says the pod is gone already.
+	podRemoved bool
+	// kubelet is kubelet-static's kubelet; kubeletMadeQoS says
+	// kubepods.slice was not there before it; kubeletLogFrom is where its
+	// log stood once the pod ran.
+	kubelet        *clients.Kubelet
+	kubeletMadeQoS bool
+	kubeletLogFrom int64
 }
 
-// setupExecPod runs the runc pod of an exec context: hostPID (the PIDs a
+// setup runs the runc pod of an exec context: hostPID (the PIDs a
 // runtime in it reports are the host's), host network, and one container
 // that sees the case's rootfs, bundles, state and logs folders and the
 // runtime binary at their host paths. cri-privileged makes it
@@ -344,8 +409,11 @@ func (r *Runner) setPodCaller(cs *caseState, dir string) {
 // in cri-delegated-nested and kubelet-static-nested the caller then moves
 // itself into a leaf (moveCallerIntoLeaf). C is the container's cgroup; containerd, the shim
 // and the pod's processes are the context's.
-func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
-	cl := cs.client
+func (d *execDriver) setup(ctx context.Context) error {
+	r, cs := d.r, d.cs
+	if err := d.start(ctx); err != nil {
+		return err
+	}
 	handler, privileged := clients.HandlerRunc, cs.cx == "cri-privileged"
 	if !privileged {
 		handler = PodHandlerDelegated
@@ -356,12 +424,12 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 	var pod *clients.Pod
 	if !staticPod(cs.cx) {
 		var err error
-		pod, _, err = cl.c.NewPod(ctx, clients.PodOptions{Handler: handler, CgroupRoot: cs.root, HostPID: true, Privileged: privileged, Name: "cgc-" + cs.cx})
+		pod, _, err = d.c.NewPod(ctx, clients.PodOptions{Handler: handler, CgroupRoot: cs.root, HostPID: true, Privileged: privileged, Name: "cgc-" + cs.cx})
 		if err != nil {
 			return err
 		}
-		pod.Limit = r.clientLimit()
-		cl.pod = pod
+		pod.Limit = r.commandLimit()
+		d.pod = pod
 		if st := pod.Run(ctx); !st.OK() {
 			return fail(st)
 		}
@@ -380,10 +448,10 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 	}
 	if staticPod(cs.cx) {
 		var err error
-		if pod, err = r.setupKubeletPod(ctx, cs, mounts); err != nil {
+		if pod, err = d.setupKubelet(ctx, mounts); err != nil {
 			return err
 		}
-		cl.pod = pod
+		d.pod = pod
 	} else {
 		if st := pod.CreateContainer(ctx, clients.ContainerOptions{Name: "runtime", Privileged: privileged, AllCapabilities: !privileged, Mounts: mounts}); !st.OK() {
 			return fail(st)
@@ -409,7 +477,7 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 	if staticPod(cs.cx) {
 		// The kubelet made the pod's cgroup: the container's parent.
 		pod.ParentDir = podDir(cs.caller[r.refKey()])
-		defer cl.afterKubeletSetup()
+		defer d.afterKubeletSetup()
 	}
 	if !cgroupfs.IsUnder(pod.ParentDir, cs.root) {
 		for _, h := range r.host.Hierarchies {
@@ -420,7 +488,7 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 	// pause process, the container's processes.
 	ref := r.refKey()
 	for _, p := range descendants(os.Getpid()) {
-		if !slices.Contains(intsToStrings(cs.holders), fmt.Sprint(p)) {
+		if !slices.Contains(cs.holders, p) {
 			cs.holders = append(cs.holders, p)
 		}
 		if pc, err := cgroupfs.ProcCgroup(p); err == nil && pc[ref] == cs.caller[ref] {
@@ -428,7 +496,7 @@ func (r *Runner) setupExecPod(ctx context.Context, cs *caseState) error {
 		}
 	}
 	if cs.cx == "cri-delegated-nested" || cs.cx == "kubelet-static-nested" {
-		return r.moveCallerIntoLeaf(ctx, cs)
+		return d.moveCallerIntoLeaf(ctx)
 	}
 	return nil
 }
@@ -456,8 +524,9 @@ exit 1`
 // C holds no process and enables every controller it has. Later crictl
 // execs start in the leaf: runc exec falls back to the cgroup of the
 // container's init when C refuses the process (EBUSY).
-func (r *Runner) moveCallerIntoLeaf(ctx context.Context, cs *caseState) error {
-	st := cs.client.pod.Exec(ctx, r.clientLimit(), "/bin/sh", "-c", moveIntoLeaf)
+func (d *execDriver) moveCallerIntoLeaf(ctx context.Context) error {
+	r, cs := d.r, d.cs
+	st := d.pod.Exec(ctx, r.commandLimit(), "/bin/sh", "-c", moveIntoLeaf)
 	if !st.OK() {
 		return fmt.Errorf("moving the caller into its leaf %s (crictl exec of DESIGN.md's sequence): exit %d %s %s", nestedLeaf, st.Exit, st.Err, check.LastLines(st.Output, 4))
 	}
@@ -494,14 +563,14 @@ func (r *Runner) refKey() string {
 	return ""
 }
 
-// runInPod runs a runtime command in the exec context's container through
+// run runs a runtime command in the exec context's container through
 // crictl exec (ExecSync), its output into the command's log file: a
 // sandbox that runsc create leaves behind keeps its stdio, and ExecSync
 // waits until the exec'd process's stdio close.
-func (r *Runner) runInPod(ctx context.Context, cs *caseState, argv []string, timeout time.Duration, logPath string) cmdResult {
+func (d *execDriver) run(ctx context.Context, argv []string, timeout time.Duration, logPath string) cmdResult {
 	res := cmdResult{argv: argv, exit: -1}
 	script := `exec "$@" >>` + clients.ShellQuote(logPath) + ` 2>&1 </dev/null`
-	st := cs.client.pod.Exec(ctx, timeout, append([]string{"/bin/sh", "-c", script, "sh"}, argv...)...)
+	st := d.pod.Exec(ctx, timeout, append([]string{"/bin/sh", "-c", script, "sh"}, argv...)...)
 	res.dur = time.Duration(st.Seconds * float64(time.Second))
 	res.exit = st.Exit
 	b, _ := os.ReadFile(logPath)
@@ -523,12 +592,12 @@ func ctrNamespace(in *instance) string { return "cgc-" + in.sb.RootName() }
 // sandboxes (ctr, kubelet) and folds its commands into one record: the
 // exit status is the first non-zero one, the output all of theirs, the
 // time their sum.
-func (r *Runner) clientStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
+func (r *Runner) clientStep(ctx context.Context, cs *caseState, m maker, st *casefile.Step, in *instance) (report.Step, *check.Command) {
 	if st.Do == "run" {
 		in.before = r.snapshot(cs)
 	}
 	if st.Kill != nil {
-		rec, why := r.killedRun(ctx, cs, st, in)
+		rec, why := r.killedRun(ctx, cs, st, in, m)
 		if why != "" {
 			cs.fail(st.ID, in.label+": "+why, "")
 		}
@@ -537,7 +606,7 @@ func (r *Runner) clientStep(ctx context.Context, cs *caseState, st *casefile.Ste
 		rec.Processes = in.procs
 		return rec, nil // a killed create has no exit status to hold the run to
 	}
-	steps := r.clientAction(ctx, cs, in, st.Do, st.Args, st.Signal)
+	steps := m.action(ctx, in, st.Do, st.Args, st.Signal)
 	rec, cmd := foldSteps(steps)
 	ok := cmd.Exit == 0 && rec.Error == ""
 	switch st.Do {
@@ -592,42 +661,38 @@ func foldSteps(steps []clients.Step) (report.Step, check.Command) {
 	return rec, cmd
 }
 
-// clientAction is one action on a sandbox the client makes.
-func (r *Runner) clientAction(ctx context.Context, cs *caseState, in *instance, do string, args []string, signal string) []clients.Step {
-	cl, limit := cs.client, r.clientLimit()
-	if cl.kind == clientEngine {
-		return r.engineAction(ctx, cs, in, do, args, signal)
+func (d *ctrDriver) action(ctx context.Context, in *instance, do string, args []string, signal string) []clients.Step {
+	ns, c := ctrNamespace(in), d.c
+	ctr := func(name string, a ...string) clients.Step {
+		s := c.Ctr(ctx, d.r.commandLimit(), ns, a...)
+		s.Name = name
+		return s
 	}
-	if cl.kind == clientCtr {
-		ns, c := ctrNamespace(in), cl.c
-		ctr := func(name string, a ...string) clients.Step {
-			s := c.Ctr(ctx, limit, ns, a...)
-			s.Name = name
-			return s
+	switch do {
+	case "run":
+		return []clients.Step{ctr("ctr run", c.RunConfigArgs(d.handler, filepath.Join(in.bundle, "config.json"), in.id)...)}
+	case "kill":
+		if signal == "" {
+			signal = "KILL"
 		}
-		switch do {
-		case "run":
-			return []clients.Step{ctr("ctr run", c.RunConfigArgs(cl.handler, filepath.Join(in.bundle, "config.json"), in.id)...)}
-		case "kill":
-			if signal == "" {
-				signal = "KILL"
-			}
-			sig, _ := casefile.SignalNumber(signal)
-			return []clients.Step{ctr("ctr task kill", "task", "kill", "-s", fmt.Sprint(int(sig)), in.id)}
-		case "delete":
-			return []clients.Step{ctr("ctr task delete", "task", "delete", in.id), ctr("ctr container delete", "container", "delete", in.id)}
-		case "delete-force":
-			return []clients.Step{ctr("ctr task delete -f", "task", "delete", "-f", in.id), ctr("ctr container delete", "container", "delete", in.id)}
-		case "pause", "resume":
-			return []clients.Step{ctr("ctr task "+do, "task", do, in.id)}
-		case "state":
-			_, s := c.TaskOf(ctx, limit, ns, in.id)
-			s.Name = "ctr task ls"
-			return []clients.Step{s}
-		}
-		return []clients.Step{{Name: do, Exit: -1, Err: "ctr: unsupported action " + do}}
+		sig, _ := casefile.SignalNumber(signal)
+		return []clients.Step{ctr("ctr task kill", "task", "kill", "-s", fmt.Sprint(int(sig)), in.id)}
+	case "delete":
+		return []clients.Step{ctr("ctr task delete", "task", "delete", in.id), ctr("ctr container delete", "container", "delete", in.id)}
+	case "delete-force":
+		return []clients.Step{ctr("ctr task delete -f", "task", "delete", "-f", in.id), ctr("ctr container delete", "container", "delete", in.id)}
+	case "pause", "resume":
+		return []clients.Step{ctr("ctr task "+do, "task", do, in.id)}
+	case "state":
+		_, s := c.TaskOf(ctx, d.r.commandLimit(), ns, in.id)
+		s.Name = "ctr task ls"
+		return []clients.Step{s}
 	}
-	pod := cl.pod
+	return []clients.Step{{Name: do, Exit: -1, Err: "ctr: unsupported action " + do}}
+}
+
+func (d *podDriver) action(ctx context.Context, in *instance, do string, args []string, signal string) []clients.Step {
+	pod, cs := d.pod, d.cs
 	switch do {
 	case "run":
 		steps := []clients.Step{pod.Run(ctx)}
@@ -647,39 +712,36 @@ func (r *Runner) clientAction(ctx context.Context, cs *caseState, in *instance, 
 	case "delete-force":
 		return []clients.Step{pod.Remove(ctx, true)}
 	case "exec":
-		return []clients.Step{pod.Exec(ctx, limit, args...)}
+		return []clients.Step{pod.Exec(ctx, d.r.commandLimit(), args...)}
 	case "state":
 		return pod.Inspect(ctx).Steps
 	}
 	return []clients.Step{{Name: do, Exit: -1, Err: "kubelet: unsupported action " + do}}
 }
 
-// clientState asks the client for the sandbox's state, in the OCI
-// runtime's words: running, stopped, created; an error when the client
-// does not know it.
-func (r *Runner) clientState(ctx context.Context, cs *caseState, in *instance) (ociState, error) {
-	cl := cs.client
-	if cl.kind == clientEngine {
-		return r.engineState(ctx, cs, in)
+// state asks the client for the sandbox's state, in the OCI runtime's
+// words: running, stopped, created; an error when the client does not
+// know it.
+func (d *ctrDriver) state(ctx context.Context, in *instance) (ociState, error) {
+	t, st := d.c.TaskOf(ctx, d.r.commandLimit(), ctrNamespace(in), in.id)
+	if !st.OK() {
+		return ociState{}, fmt.Errorf("ctr task ls: exit %d %s %s", st.Exit, st.Err, st.Output)
 	}
-	if cl.kind == clientCtr {
-		t, st := cl.c.TaskOf(ctx, r.clientLimit(), ctrNamespace(in), in.id)
-		if !st.OK() {
-			return ociState{}, fmt.Errorf("ctr task ls: exit %d %s %s", st.Exit, st.Err, st.Output)
-		}
-		if t.Status == "" {
-			return ociState{}, fmt.Errorf("containerd lists no task %s in %s", in.id, ctrNamespace(in))
-		}
-		return ociState{Status: strings.ToLower(t.Status), Pid: t.PID}, nil
+	if t.Status == "" {
+		return ociState{}, fmt.Errorf("containerd lists no task %s in %s", in.id, ctrNamespace(in))
 	}
-	if cl.pod.SandboxID == "" {
+	return ociState{Status: strings.ToLower(t.Status), Pid: t.PID}, nil
+}
+
+func (d *podDriver) state(ctx context.Context, in *instance) (ociState, error) {
+	if d.pod.SandboxID == "" {
 		return ociState{}, fmt.Errorf("no pod sandbox")
 	}
-	s := cl.pod.Inspect(ctx)
+	s := d.pod.Inspect(ctx)
 	if s.SandboxState == "" {
 		// crictl's own error, if it had one: a status call that timed out
 		// is not a pod containerd does not know (issue 25 item 5).
-		return ociState{}, fmt.Errorf("no state for pod sandbox %s: %s", cl.pod.SandboxID, clients.Describe(s.Steps[0]))
+		return ociState{}, fmt.Errorf("no state for pod sandbox %s: %s", d.pod.SandboxID, clients.Describe(s.Steps[0]))
 	}
 	return ociState{Status: podStatus(s), Pid: s.SandboxPID}, nil
 }
@@ -693,53 +755,62 @@ func podStatus(s clients.PodState) string {
 	return "stopped"
 }
 
-// observeClient finds a client-made sandbox's processes: runsc's sandbox
-// and gofers serving its IDs (and the pod's container), or, under runc,
-// the task's (ctr) or the pod's pause and container processes (kubelet).
-// In a kubelet context the role sandbox is the pod sandbox's own process:
-// runsc's sandbox, runc's pause container.
-func (r *Runner) observeClient(ctx context.Context, cs *caseState, in *instance) string {
-	cl := cs.client
-	if cl.kind == clientEngine {
-		return r.observeEngine(ctx, cs, in)
+// observe finds a client-made sandbox's processes: runsc's sandbox and
+// gofers serving its IDs in the namespace ns (the shim gives runsc the
+// root <handler root>/<namespace>: one ID may live in two ctr namespaces),
+// or, under runc, the task's process.
+func (d *ctrDriver) observe(ctx context.Context, in *instance) string {
+	if d.handler.IsRunsc() {
+		return recordAlive(in, d.runscOf(map[string]bool{in.id: true}, ctrNamespace(in)), "")
 	}
+	t, st := d.c.TaskOf(ctx, d.r.commandLimit(), ctrNamespace(in), in.id)
+	if t.PID <= 0 {
+		return recordAlive(in, nil, fmt.Sprintf("ctr task ls lists no PID for %s: %s %s", in.id, st.Err, st.Output))
+	}
+	return recordAlive(in, map[int]string{t.PID: "init"}, "")
+}
+
+// observe: the role sandbox is the pod sandbox's own process (runsc's
+// sandbox, runc's pause container), and the pod's container is the
+// sandbox's too.
+func (d *podDriver) observe(ctx context.Context, in *instance) string {
+	if d.handler.IsRunsc() {
+		ids := map[string]bool{in.id: true}
+		if d.pod.ContainerID != "" {
+			ids[d.pod.ContainerID] = true
+		}
+		return recordAlive(in, d.runscOf(ids, clients.CRINamespace), "")
+	}
+	s := d.pod.Inspect(ctx)
 	found := map[int]string{}
-	var why string
-	ids := map[string]bool{in.id: true}
-	if cl.kind == clientKubelet && cl.pod.ContainerID != "" {
-		ids[cl.pod.ContainerID] = true
+	if s.SandboxPID > 0 {
+		found[s.SandboxPID] = "sandbox"
 	}
-	if cl.handler.IsRunsc() {
-		// One ID may live in two ctr namespaces: the shim gives runsc the
-		// root <handler root>/<namespace>.
-		ns := clients.CRINamespace
-		if cl.kind == clientCtr {
-			ns = ctrNamespace(in)
-		}
-		for _, p := range cl.c.Procs() {
-			if ids[p.ID] && filepath.Base(p.Root) == ns {
-				found[p.PID] = map[string]string{clients.RoleSandbox: "sandbox", clients.RoleGofer: "gofer"}[p.Role]
-			}
-		}
-	} else if cl.kind == clientCtr {
-		t, st := cl.c.TaskOf(ctx, r.clientLimit(), ctrNamespace(in), in.id)
-		if t.PID > 0 {
-			found[t.PID] = "init"
-		} else {
-			why = fmt.Sprintf("ctr task ls lists no PID for %s: %s %s", in.id, st.Err, st.Output)
-		}
-	} else {
-		s := cl.pod.Inspect(ctx)
-		if s.SandboxPID > 0 {
-			found[s.SandboxPID] = "sandbox"
-		}
-		if s.ContainerPID > 0 {
-			found[s.ContainerPID] = "init"
-		}
-		if len(found) == 0 {
-			why = fmt.Sprintf("crictl inspectp/inspect report no PID (sandbox %s, container %s)", s.SandboxState, s.ContainerState)
+	if s.ContainerPID > 0 {
+		found[s.ContainerPID] = "init"
+	}
+	why := ""
+	if len(found) == 0 {
+		why = fmt.Sprintf("crictl inspectp/inspect report no PID (sandbox %s, container %s)", s.SandboxState, s.ContainerState)
+	}
+	return recordAlive(in, found, why)
+}
+
+// runscOf are runsc's processes (PID: role) serving ids with their root
+// in the namespace ns.
+func (d *containerd) runscOf(ids map[string]bool, ns string) map[int]string {
+	found := map[int]string{}
+	for _, p := range d.c.Procs() {
+		if ids[p.ID] && filepath.Base(p.Root) == ns {
+			found[p.PID] = map[string]string{clients.RoleSandbox: "sandbox", clients.RoleGofer: "gofer"}[p.Role]
 		}
 	}
+	return found
+}
+
+// recordAlive keeps the live ones of the processes found (PID: role) as
+// the instance's, or says why there are none.
+func recordAlive(in *instance, found map[int]string, why string) string {
 	byRole := map[string]int{}
 	for pid, role := range found {
 		if alive(pid) {
@@ -747,10 +818,7 @@ func (r *Runner) observeClient(ctx context.Context, cs *caseState, in *instance)
 		}
 	}
 	if ok, _ := in.record(byRole); !ok {
-		if why == "" {
-			why = "no process of the client's sandbox found"
-		}
-		return why
+		return cmp.Or(why, "no process of the client's sandbox found")
 	}
 	return ""
 }
@@ -776,35 +844,18 @@ func (in *instance) record(found map[string]int) (ok bool, why string) {
 	return true, ""
 }
 
-// closeClient ends a client context before the harness kills what is left:
-// the exec context's pod is removed, containerd stops (killing by PID what
-// its runtimes left, unmounting what is left below its base), and the pod
-// cgroup goes as the kubelet removes it. It returns what it could not
-// undo.
-func (r *Runner) closeClient(cs *caseState) []string {
-	cl := cs.client
-	if cl != nil && cl.engine != nil {
-		left := cl.engine.Stop()
-		cl.engine = nil
-		return left
-	}
-	if cl == nil || cl.c == nil {
+// close removes the pod (unless a step did), stops the kubelet and
+// containerd, and removes the pod's cgroup.
+func (d *execDriver) close() []string {
+	if d.c == nil {
 		return nil
 	}
-	var left []string
-	ctx := context.Background()
-	left = append(left, r.closeKubelet(cs)...)
-	if cl.pod != nil && cl.pod.SandboxID != "" && (cl.kind == clientExec && !cl.podRemoved || cl.kind == clientKubelet) {
-		if st := cl.pod.Remove(ctx, true); !st.OK() && cl.kind == clientExec {
+	left := d.closeKubelet()
+	if d.pod != nil && d.pod.SandboxID != "" && !d.podRemoved {
+		if st := d.pod.Remove(context.Background(), true); !st.OK() {
 			left = append(left, fmt.Sprintf("crictl rmp -f of the context's pod: exit %d %s %s", st.Exit, st.Err, st.Output))
 		}
-		cl.podRemoved = true
+		d.podRemoved = true
 	}
-	stop := cl.c.Stop()
-	left = append(left, stop.Errors...)
-	if cl.pod != nil {
-		left = append(left, cl.pod.RemoveCgroup()...)
-	}
-	cl.c = nil
-	return left
+	return d.stop(d.pod, left)
 }

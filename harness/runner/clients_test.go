@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/runsc-cgroups/cgconform/clients"
 	"github.com/runsc-cgroups/cgconform/clients/build"
+	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/harness/mode"
 )
 
 func TestHandlerFor(t *testing.T) {
@@ -114,21 +117,55 @@ func TestPodStatus(t *testing.T) {
 	}
 }
 
-func TestClientKinds(t *testing.T) {
-	for cx, want := range map[string]clientKind{"ctr": clientCtr, "kubelet-cgroupfs": clientKubelet, "kubelet-systemd": clientKubelet,
-		"cri-privileged": clientExec, "cri-delegated": clientExec, "cri-delegated-nested": clientExec, "kubelet-static": clientExec, "host": clientNone, "kubepods-delegated": clientNone,
-		"docker": clientEngine, "docker-systemd": clientEngine, "podman": clientEngine, "podman-systemd": clientEngine} {
-		if got := clientKindOf(cx); got != want {
-			t.Errorf("clientKindOf(%s) = %d, want %d", cx, got, want)
+func TestClientDrivers(t *testing.T) {
+	r := &Runner{}
+	for cx, want := range map[string]string{"ctr": "*runner.ctrDriver", "kubelet-cgroupfs": "*runner.podDriver", "kubelet-systemd": "*runner.podDriver",
+		"cri-privileged": "*runner.execDriver", "cri-delegated": "*runner.execDriver", "cri-delegated-nested": "*runner.execDriver", "kubelet-static": "*runner.execDriver", "host": "<nil>", "kubepods-delegated": "<nil>",
+		"docker": "*runner.engineDriver", "docker-systemd": "*runner.engineDriver", "podman": "*runner.engineDriver", "podman-systemd": "*runner.engineDriver"} {
+		if got := fmt.Sprintf("%T", r.newDriver(cx, nil)); got != want {
+			t.Errorf("newDriver(%s) = %s, want %s", cx, got, want)
 		}
 	}
-	if !clientCtr.makes() || !clientKubelet.makes() || !clientEngine.makes() || clientExec.makes() || clientNone.makes() {
-		t.Error("makes() wrong")
+	// Only the drivers whose client makes the sandboxes are makers.
+	for cx, want := range map[string]bool{"ctr": true, "kubelet-cgroupfs": true, "docker": true, "cri-privileged": false, "kubelet-static": false, "host": false} {
+		if got := (&caseState{client: r.newDriver(cx, nil)}).maker() != nil; got != want {
+			t.Errorf("%s: maker %v, want %v", cx, got, want)
+		}
 	}
 	for cx, want := range map[string]string{"docker": "docker cgroupfs", "docker-systemd": "docker systemd", "podman": "podman cgroupfs", "podman-systemd": "podman systemd"} {
 		kind, systemd := engineOf(cx)
 		if got := kind + " " + map[bool]string{true: "systemd", false: "cgroupfs"}[systemd]; got != want {
 			t.Errorf("engineOf(%s) = %s, want %s", cx, got, want)
 		}
+	}
+}
+
+// Each containerd driver says why its context cannot run here, the
+// missing clients first, in the order the contexts need things.
+func TestClientSkips(t *testing.T) {
+	rt := Runtime{Name: "runc", Kind: "runc", Path: "/bin/true"}
+	r := &Runner{host: &cgroupfs.Host{Mode: mode.V1}, opt: Options{ClientsError: "bin/ctr is missing"}}
+	skip := func(cx string) string { return r.newDriver(cx, nil).skip(rt) }
+	for _, cx := range []string{"ctr", "kubelet-systemd", "cri-delegated", "kubelet-static"} {
+		if got := skip(cx); !strings.Contains(got, "make clients") || !strings.Contains(got, "bin/ctr is missing") {
+			t.Errorf("%s without the clients: %q", cx, got)
+		}
+	}
+	r.opt.Clients = &build.Binaries{}
+	for cx, want := range map[string]string{"ctr": "", "kubelet-cgroupfs": "", "kubelet-systemd": "needs systemd as PID 1",
+		"cri-delegated": "only on cgroup v2", "cri-privileged": "dynamically linked"} {
+		if got := skip(cx); want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("%s on a v1 host without systemd: %q, want %q", cx, got, want)
+		}
+	}
+	r.host.SystemdPID1 = true
+	for _, cx := range []string{"kubelet-systemd", "cri-privileged"} {
+		if got := skip(cx); !strings.Contains(got, "throwaway") {
+			t.Errorf("%s with systemd on a shared host: %q", cx, got)
+		}
+	}
+	r.opt.Throwaway = true
+	if got := skip("kubelet-systemd"); got != "" {
+		t.Errorf("kubelet-systemd with systemd on a throwaway host: %q", got)
 	}
 }

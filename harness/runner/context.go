@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/ocispec"
 	"golang.org/x/sys/unix"
@@ -50,8 +49,8 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 	case "systemd-unit-undelegated":
 		return r.setupUnit(ctx, cs, false)
 	default:
-		if casefile.IsClientContext(cs.cx) {
-			return r.setupClient(ctx, cs)
+		if cs.client = r.newDriver(cs.cx, cs); cs.client != nil {
+			return cs.client.setup(ctx)
 		}
 		return fmt.Errorf("unknown context %q", cs.cx)
 	}

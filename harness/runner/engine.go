@@ -30,9 +30,17 @@ func engineOf(cx string) (kind string, systemd bool) {
 	return kind, driver == "systemd"
 }
 
-// engineSkip says why an engine context cannot run here, or "".
-func (r *Runner) engineSkip(cx string) string {
-	kind, systemd := engineOf(cx)
+// engineDriver: a sandbox is one engine container.
+type engineDriver struct {
+	base
+	engine *clients.Engine
+	// rtName is the name the engine knows the runtime under test by.
+	rtName string
+}
+
+func (d *engineDriver) skip(Runtime) string {
+	r := d.r
+	kind, systemd := engineOf(d.cx)
 	bin := map[string]string{clients.Docker: "dockerd", clients.Podman: "podman"}[kind]
 	if _, err := exec.LookPath(bin); err != nil {
 		return fmt.Sprintf("%s is not installed (Debian's docker.io and podman; the matrix's VM images have them)", bin)
@@ -46,9 +54,9 @@ func (r *Runner) engineSkip(cx string) string {
 	return ""
 }
 
-// setupEngine starts the engine with the runtime under test; C is its
-// cgroup.
-func (r *Runner) setupEngine(ctx context.Context, cs *caseState) error {
+// setup starts the engine with the runtime under test; C is its cgroup.
+func (d *engineDriver) setup(ctx context.Context) error {
+	r, cs := d.r, d.cs
 	kind, systemd := engineOf(cs.cx)
 	logs := filepath.Join(cs.logDir, "runsc")
 	err := os.MkdirAll(logs, 0o755)
@@ -56,16 +64,16 @@ func (r *Runner) setupEngine(ctx context.Context, cs *caseState) error {
 		return err
 	}
 	path := cs.rt.Path
-	cs.client.engineRT = cs.rt.Name
+	d.rtName = cs.rt.Name
 	if hasKilledRun(cs.c) {
-		cs.client.engineRT = cs.rt.Name + "-killed-create"
-		if path, err = killCreateWrapper(cs.dir, cs.client.engineRT, cs.rt.Path); err != nil {
+		d.rtName = cs.rt.Name + "-killed-create"
+		if path, err = killCreateWrapper(cs.dir, d.rtName, cs.rt.Path); err != nil {
 			return err
 		}
 	}
 	t0 := time.Now()
 	e, err := clients.StartEngine(ctx, clients.EngineOptions{
-		Kind: kind, Systemd: systemd, Runtimes: map[string]string{cs.client.engineRT: path},
+		Kind: kind, Systemd: systemd, Runtimes: map[string]string{d.rtName: path},
 		RunscArgs: []string{"--debug-log=" + logs + "/"}, Busybox: r.opt.Busybox, LogDir: cs.dir,
 		Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root}, StartCmd: r.startRegistered,
 	})
@@ -73,7 +81,7 @@ func (r *Runner) setupEngine(ctx context.Context, cs *caseState) error {
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", kind, err)
 	}
-	cs.client.engine = e
+	d.engine = e
 	cs.caller = map[string]string{}
 	for _, h := range r.host.Hierarchies {
 		cs.caller[h.Key] = e.Cgroup()
@@ -86,9 +94,18 @@ func (r *Runner) setupEngine(ctx context.Context, cs *caseState) error {
 	return nil
 }
 
-// engineAction is one action on an engine container.
-func (r *Runner) engineAction(ctx context.Context, cs *caseState, in *instance, do string, args []string, signal string) []clients.Step {
-	e, limit := cs.client.engine, r.clientLimit()
+func (d *engineDriver) close() []string {
+	if d.engine == nil {
+		return nil
+	}
+	left := d.engine.Stop()
+	d.engine = nil
+	return left
+}
+
+func (d *engineDriver) action(ctx context.Context, in *instance, do string, args []string, signal string) []clients.Step {
+	r, cs := d.r, d.cs
+	e, limit := d.engine, r.commandLimit()
 	cli := func(a ...string) clients.Step { return e.CLI(ctx, limit, a...) }
 	switch do {
 	case "run":
@@ -96,7 +113,7 @@ func (r *Runner) engineAction(ctx context.Context, cs *caseState, in *instance, 
 		if err != nil {
 			return []clients.Step{{Name: "run", Exit: -1, Err: err.Error()}}
 		}
-		st := cli(e.RunArgs(cs.client.engineRT, append([]string{"--name", in.id}, sb.Engine...)...)...)
+		st := cli(e.RunArgs(d.rtName, append([]string{"--name", in.id}, sb.Engine...)...)...)
 		id, err := clients.ParseID(st.Output)
 		if !st.OK() || err != nil {
 			// A failed start leaves the container created: its ID is
@@ -166,7 +183,7 @@ func (r *Runner) shimGone(in *instance, steps ...clients.Step) []clients.Step {
 
 // restartDaemonStep restarts dockerd as its service manager would.
 func (r *Runner) restartDaemonStep(ctx context.Context, cs *caseState, st *casefile.Step) report.Step {
-	e := cs.client.engine
+	e := cs.client.(*engineDriver).engine
 	old := e.PID
 	t0 := time.Now()
 	rec, cmd := foldSteps([]clients.Step{e.RestartDaemon(ctx)})
@@ -200,17 +217,16 @@ func (cs *caseState) addDaemon(pid int) {
 	}
 }
 
-// engineState is the engine's view of a container in the OCI runtime's
-// words.
-func (r *Runner) engineState(ctx context.Context, cs *caseState, in *instance) (ociState, error) {
-	st := cs.client.engine.CLI(ctx, r.clientLimit(), "inspect", "-f", "{{.State.Status}} {{.State.Pid}}", in.id)
+// state is the engine's view of a container in the OCI runtime's words.
+func (d *engineDriver) state(ctx context.Context, in *instance) (ociState, error) {
+	st := d.engine.CLI(ctx, d.r.commandLimit(), "inspect", "-f", "{{.State.Status}} {{.State.Pid}}", in.id)
 	var status string
 	var pid int
 	if !st.OK() {
-		return ociState{}, fmt.Errorf("%s inspect: %s", cs.client.engine.Kind, clients.Describe(st))
+		return ociState{}, fmt.Errorf("%s inspect: %s", d.engine.Kind, clients.Describe(st))
 	}
 	if _, err := fmt.Sscan(st.Output, &status, &pid); err != nil {
-		return ociState{}, fmt.Errorf("%s inspect printed %q", cs.client.engine.Kind, st.Output)
+		return ociState{}, fmt.Errorf("%s inspect printed %q", d.engine.Kind, st.Output)
 	}
 	switch status {
 	case "exited", "dead", "stopped":
@@ -221,15 +237,15 @@ func (r *Runner) engineState(ctx context.Context, cs *caseState, in *instance) (
 	return ociState{Status: status, Pid: pid}, nil
 }
 
-// observeEngine finds a container's processes: runsc's sandbox and gofer
+// observe finds a container's processes: runsc's sandbox and gofer
 // serving its ID, or the engine's init PID.
-func (r *Runner) observeEngine(ctx context.Context, cs *caseState, in *instance) string {
+func (d *engineDriver) observe(ctx context.Context, in *instance) string {
 	found := map[string]int{}
-	if cs.client.engine.Kind == clients.Podman && in.from == nil {
+	if d.engine.Kind == clients.Podman && in.from == nil {
 		// The runtime starts from conmon's cgroup, which podman makes
 		// (<parent>/conmon): in the v1 hierarchies no runtime need manage
 		// (misc...) the container stays there.
-		st := cs.client.engine.CLI(ctx, r.clientLimit(), "inspect", "-f", "{{.State.ConmonPid}}", in.id)
+		st := d.engine.CLI(ctx, d.r.commandLimit(), "inspect", "-f", "{{.State.ConmonPid}}", in.id)
 		var pid int
 		if _, err := fmt.Sscan(st.Output, &pid); err == nil && pid > 0 {
 			in.from, _ = cgroupfs.ProcCgroup(pid)
@@ -242,9 +258,9 @@ func (r *Runner) observeEngine(ctx context.Context, cs *caseState, in *instance)
 			in.pids["shim"] = p
 		}
 	}
-	if cs.rt.Kind == "runsc" {
+	if d.cs.rt.Kind == "runsc" {
 		found = runscProcs(descendants(os.Getpid()), "", in.id, "")
-	} else if s, err := r.engineState(ctx, cs, in); err != nil {
+	} else if s, err := d.state(ctx, in); err != nil {
 		return err.Error()
 	} else if s.Pid > 0 {
 		found["init"] = s.Pid
@@ -293,7 +309,7 @@ exit $rc
 // killedRun runs an engine's run step whose create is killed (see
 // killCreateWrapper): what the engine's run printed, and whether and when
 // the kill landed.
-func (r *Runner) killedRun(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, string) {
+func (r *Runner) killedRun(ctx context.Context, cs *caseState, st *casefile.Step, in *instance, m maker) (report.Step, string) {
 	delay := r.killDelay(cs, st)
 	exitFile, afterFile := filepath.Join(cs.dir, "create-exit"), filepath.Join(cs.dir, "kill-after")
 	_ = os.Remove(exitFile)
@@ -303,7 +319,7 @@ func (r *Runner) killedRun(ctx context.Context, cs *caseState, st *casefile.Step
 	// A run that never reached create must not leave its delay to the
 	// next create (a later step's, or cleanup's).
 	defer os.Remove(afterFile)
-	rec, _ := foldSteps(r.engineAction(ctx, cs, in, "run", nil, ""))
+	rec, _ := foldSteps(m.action(ctx, in, "run", nil, ""))
 	var rc, ms int
 	b, err := os.ReadFile(exitFile)
 	if _, serr := fmt.Sscan(string(b), &rc, &ms); err != nil || serr != nil {

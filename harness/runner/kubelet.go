@@ -49,20 +49,20 @@ const (
 	kubeletContainer = "runtime"
 )
 
-// setupKubeletPod starts the kubelet on the case's containerd and waits
-// for its static pod: the exec context's pod, made by the kubelet.
-func (r *Runner) setupKubeletPod(ctx context.Context, cs *caseState, mounts []clients.Mount) (*clients.Pod, error) {
-	cl := cs.client
+// setupKubelet starts the kubelet on the case's containerd and waits for
+// its static pod: the exec context's pod, made by the kubelet.
+func (d *execDriver) setupKubelet(ctx context.Context, mounts []clients.Mount) (*clients.Pod, error) {
+	r, cs := d.r, d.cs
 	// The kubelet makes kubepods.slice at its start: note whether it was
 	// there before (then it is not ours to stop).
 	madeQoS := !r.unitExists(ctx, "kubepods.slice")
 	t0 := time.Now()
-	k, err := cl.c.StartKubelet(ctx, clients.KubeletOptions{Bin: r.opt.Clients.Kubelet, Limit: r.scaled(time.Minute)})
+	k, err := d.c.StartKubelet(ctx, clients.KubeletOptions{Bin: r.opt.Clients.Kubelet, Limit: r.scaled(time.Minute)})
 	if err != nil {
 		cs.timeDaemon("kubelet", t0, err)
 		return nil, err
 	}
-	cl.kubelet, cl.kubeletMadeQoS = k, madeQoS
+	d.kubelet, d.kubeletMadeQoS = k, madeQoS
 	sp := clients.StaticPod{Name: kubeletPodName, Container: kubeletContainer, Privileged: true, Mounts: mounts}
 	if cs.cx == "kubelet-static-unprivileged" {
 		sp.Privileged, sp.Capabilities = false, unprivilegedCaps
@@ -73,7 +73,7 @@ func (r *Runner) setupKubeletPod(ctx context.Context, cs *caseState, mounts []cl
 	if err != nil {
 		return nil, err
 	}
-	pod.Limit = r.clientLimit()
+	pod.Limit = r.commandLimit()
 	return pod, nil
 }
 
@@ -89,47 +89,54 @@ func (r *Runner) unitExists(ctx context.Context, unit string) bool {
 
 // afterKubeletSetup marks where the kubelet's log stood once the pod ran:
 // kubeletSane reads only what came after.
-func (cl *clientState) afterKubeletSetup() {
-	if cl.kubelet == nil {
+func (d *execDriver) afterKubeletSetup() {
+	if d.kubelet == nil {
 		return
 	}
-	if st, err := os.Stat(cl.kubelet.Log()); err == nil {
-		cl.kubeletLogFrom = st.Size()
+	if st, err := os.Stat(d.kubelet.Log()); err == nil {
+		d.kubeletLogFrom = st.Size()
 	}
+}
+
+// kubeletOf is the exec context's driver when it runs a kubelet, else nil.
+func (cs *caseState) kubeletOf() *execDriver {
+	if d, ok := cs.client.(*execDriver); ok && d.kubelet != nil {
+		return d
+	}
+	return nil
 }
 
 // closeKubelet removes the static pod (unless a step did), stops the
 // kubelet, and stops the QoS slices it made at the root of the hierarchy
 // (kubepods.slice and below, none of ours by then). It returns what it
 // could not undo.
-func (r *Runner) closeKubelet(cs *caseState) []string {
-	cl := cs.client
-	if cl == nil || cl.kubelet == nil {
+func (d *execDriver) closeKubelet() []string {
+	if d.kubelet == nil {
 		return nil
 	}
 	var left []string
 	ctx := context.Background()
-	if !cl.podRemoved && cl.pod != nil {
+	if !d.podRemoved && d.pod != nil {
 		// Only the pod sandbox is waited for: a failed case may have left
 		// sandboxes in the pod's cgroup, which containerd's Stop ends.
-		if _, err := cl.kubelet.RemoveStaticPod(ctx, kubeletPodName, r.scaled(time.Minute), func() bool { return true }); err != nil {
+		if _, err := d.kubelet.RemoveStaticPod(ctx, kubeletPodName, d.r.scaled(time.Minute), func() bool { return true }); err != nil {
 			left = append(left, err.Error())
 		}
 	}
-	if err := cl.kubelet.Stop(); err != nil {
+	if err := d.kubelet.Stop(); err != nil {
 		left = append(left, err.Error())
 	}
-	cl.kubelet = nil
+	d.kubelet = nil
 	// The stopped sandbox the kubelet's garbage collection had not yet
 	// removed: gone with the kubelet, containerd's to remove.
-	if cl.pod != nil && cl.pod.SandboxID != "" {
-		if st := cl.pod.Remove(ctx, true); !st.OK() && !strings.Contains(st.Output, "not found") {
+	if d.pod != nil && d.pod.SandboxID != "" {
+		if st := d.pod.Remove(ctx, true); !st.OK() && !strings.Contains(st.Output, "not found") {
 			left = append(left, fmt.Sprintf("crictl rmp -f of the kubelet's pod: exit %d %s %s", st.Exit, st.Err, st.Output))
 		}
-		cl.podRemoved = true
+		d.podRemoved = true
 	}
-	if cl.kubeletMadeQoS {
-		if out, err := r.reaper.output(exec.CommandContext(ctx, "systemctl", "stop", "kubepods.slice")); err != nil {
+	if d.kubeletMadeQoS {
+		if out, err := d.r.reaper.output(exec.CommandContext(ctx, "systemctl", "stop", "kubepods.slice")); err != nil {
 			left = append(left, fmt.Sprintf("systemctl stop kubepods.slice (the kubelet made it): %v: %s", err, strings.TrimSpace(string(out))))
 		}
 	}
@@ -138,8 +145,7 @@ func (r *Runner) closeKubelet(cs *caseState) []string {
 
 // podCgroupGone says whether the static pod's cgroup (the container's
 // parent) is gone from every hierarchy.
-func (r *Runner) podCgroupGone(cs *caseState) func() bool {
-	dir := cs.client.pod.ParentDir
+func (r *Runner) podCgroupGone(dir string) func() bool {
 	return func() bool {
 		if dir == "" {
 			return true
@@ -157,14 +163,14 @@ func (r *Runner) podCgroupGone(cs *caseState) func() bool {
 // kubelet has removed the pod and its cgroup.
 func (r *Runner) removePodStep(ctx context.Context, cs *caseState, st *casefile.Step) report.Step {
 	rec := report.Step{ID: st.ID, Do: st.Do}
-	cl := cs.client
-	if cl == nil || cl.kubelet == nil || cl.pod == nil {
+	cl := cs.kubeletOf()
+	if cl == nil || cl.pod == nil {
 		msg := "remove-pod: no kubelet pod in this context"
 		cs.fail(st.ID, msg, "")
 		rec.Error = msg
 		return rec
 	}
-	d, err := cl.kubelet.RemoveStaticPod(ctx, kubeletPodName, r.scaled(2*time.Minute), r.podCgroupGone(cs))
+	d, err := cl.kubelet.RemoveStaticPod(ctx, kubeletPodName, r.scaled(2*time.Minute), r.podCgroupGone(cl.pod.ParentDir))
 	cl.podRemoved = true
 	rec.DurationMS = d.Milliseconds()
 	rec.Note = fmt.Sprintf("manifest removed; pod sandbox and pod cgroup %s gone after %.1fs", cl.pod.ParentDir, d.Seconds())
@@ -180,8 +186,8 @@ func (r *Runner) removePodStep(ctx context.Context, cs *caseState, st *casefile.
 // mentions a cgroup, and every cgroup a live sandbox runs in is still
 // there.
 func (r *Runner) checkKubeletSane(cs *caseState, read *[]string) (string, string) {
-	cl := cs.client
-	if cl == nil || cl.kubelet == nil {
+	cl := cs.kubeletOf()
+	if cl == nil {
 		return "no kubelet in this context", ""
 	}
 	b, err := os.ReadFile(cl.kubelet.Log())
@@ -393,7 +399,7 @@ func sampleFresh(container, pod clients.CPUSeries, since, now time.Time) (bool, 
 // container and of the pod taken after since (sampleFresh), and returns
 // them.
 func (r *Runner) freshSample(ctx context.Context, cs *caseState, since time.Time) (kubeletSample, error) {
-	k, pod := cs.client.kubelet, kubeletPodName+"-"+clients.KubeletNodeName
+	k, pod := cs.kubeletOf().kubelet, kubeletPodName+"-"+clients.KubeletNodeName
 	limit := r.scaled(30 * time.Second)
 	deadline := time.Now().Add(limit)
 	var last string
@@ -440,7 +446,7 @@ func (r *Runner) kubeletCPUStep(ctx context.Context, cs *caseState, st *casefile
 		rec.Error = msg
 		return rec
 	}
-	if cs.client == nil || cs.client.kubelet == nil {
+	if cs.kubeletOf() == nil {
 		return fail("kubelet-cpu: no kubelet in this context")
 	}
 	key := r.cpuKey()

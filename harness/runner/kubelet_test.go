@@ -110,26 +110,26 @@ func TestPodDir(t *testing.T) {
 func TestKubeletStaticSkip(t *testing.T) {
 	rt := Runtime{Name: Candidate, Kind: "runsc", Path: "/bin/true"}
 	r := &Runner{host: &cgroupfs.Host{SystemdPID1: true}, opt: Options{Clients: &build.Binaries{}, Throwaway: true}}
-	if got := r.clientSkip("kubelet-static", rt); !strings.Contains(got, "make clients builds it") {
+	if got := r.newDriver("kubelet-static", nil).skip(rt); !strings.Contains(got, "make clients builds it") {
 		t.Errorf("without bin/kubelet: %q", got)
 	}
 	r.opt.Clients.Kubelet = "/bin/kubelet"
 	r.host.SystemdPID1 = false
-	if got := r.clientSkip("kubelet-static", rt); !strings.Contains(got, "systemd cgroup driver") {
+	if got := r.newDriver("kubelet-static", nil).skip(rt); !strings.Contains(got, "systemd cgroup driver") {
 		t.Errorf("without systemd: %q", got)
 	}
 	r.host.SystemdPID1, r.opt.Throwaway = true, false
-	if got := r.clientSkip("kubelet-static", rt); !strings.Contains(got, "throwaway") {
+	if got := r.newDriver("kubelet-static", nil).skip(rt); !strings.Contains(got, "throwaway") {
 		t.Errorf("on a shared host: %q", got)
 	}
 	// The caller's move into a leaf is a cgroup v2 sequence.
 	r.opt.Throwaway, r.host.Mode = true, mode.V1
-	if got := r.clientSkip("kubelet-static-nested", rt); !strings.Contains(got, "only on cgroup v2") {
+	if got := r.newDriver("kubelet-static-nested", nil).skip(rt); !strings.Contains(got, "only on cgroup v2") {
 		t.Errorf("kubelet-static-nested on v1: %q", got)
 	}
 	// On v2 it goes on to kubelet-static's own checks.
 	r.host.Mode, r.opt.Clients.Kubelet = mode.V2, ""
-	if got := r.clientSkip("kubelet-static-nested", rt); !strings.Contains(got, "make clients builds it") {
+	if got := r.newDriver("kubelet-static-nested", nil).skip(rt); !strings.Contains(got, "make clients builds it") {
 		t.Errorf("kubelet-static-nested on v2 without bin/kubelet: %q", got)
 	}
 }

@@ -216,12 +216,9 @@ func trunc(s string, n int) string {
 func (r *Runner) note(s string) {
 	r.notesMu.Lock()
 	defer r.notesMu.Unlock()
-	for _, n := range r.notes {
-		if n == s {
-			return
-		}
+	if !slices.Contains(r.notes, s) {
+		r.notes = append(r.notes, s)
 	}
-	r.notes = append(r.notes, s)
 }
 
 func (r *Runner) notesCopy() []string {
@@ -313,8 +310,10 @@ func (r *Runner) skipReason(c *casefile.Case, cx string, rt Runtime) string {
 	if why := r.unmet(c.Requires); why != "" {
 		return why
 	}
-	if why := r.clientSkip(cx, rt); why != "" {
-		return why
+	if d := r.newDriver(cx, nil); d != nil {
+		if why := d.skip(rt); why != "" {
+			return why
+		}
 	}
 	switch cx {
 	case "kubepods-delegated":
@@ -390,8 +389,8 @@ func (r *Runner) unmet(reqs []string) string {
 				return "needs a throwaway host (-throwaway, set by the matrix in its VMs): it may reach the real root of a hierarchy"
 			}
 		case "clients":
-			if r.opt.Clients == nil {
-				return "needs the real clients (containerd, ctr, crictl, the shims; make clients): " + r.opt.ClientsError
+			if why := r.needsClients(); why != "" {
+				return why
 			}
 		}
 	}
@@ -443,8 +442,8 @@ func (r *Runner) runKilled(ctx context.Context, cs *caseState, in *instance, arg
 		return res
 	}
 	defer out.Close()
-	if cs.client != nil && cs.client.kind == clientExec {
-		return r.runInPod(ctx, cs, argv, timeout, logPath)
+	if d, ok := cs.client.(*execDriver); ok {
+		return d.run(ctx, argv, timeout, logPath)
 	}
 	null, err := os.Open(os.DevNull)
 	if err != nil {
@@ -606,7 +605,7 @@ type caseState struct {
 	// client is the client context (containerd) of the case, nil for the
 	// CLI contexts; names are IDs a client assigned (CRI sandbox and
 	// container IDs), watched like the run token wherever they appear.
-	client *clientState
+	client driver
 	names  []string
 	// mountBase are the mounts below the case's folder at the baseline
 	// (a client context's pod): only what appears later can be a leak.
@@ -914,8 +913,8 @@ func selected(filter, skip *regexp.Regexp, name string) bool {
 // none it says why (the state command's error, a dead init), for the step's
 // record: a later check can only say "no process observed".
 func (r *Runner) observe(ctx context.Context, cs *caseState, in *instance) (why string) {
-	if cs.client != nil && cs.client.kind.makes() {
-		return r.observeClient(ctx, cs, in)
+	if m := cs.maker(); m != nil {
+		return m.observe(ctx, in)
 	}
 	found := map[string]int{}
 	st, err := r.state(ctx, cs, in)
@@ -959,8 +958,8 @@ func sortProcs(procs []report.Process) {
 }
 
 func (r *Runner) state(ctx context.Context, cs *caseState, in *instance) (ociState, error) {
-	if cs.client != nil && cs.client.kind.makes() {
-		return r.clientState(ctx, cs, in)
+	if m := cs.maker(); m != nil {
+		return m.state(ctx, in)
 	}
 	res := r.runCommand(ctx, cs, in, append([]string{cs.rt.Path}, cs.rt.Command(in.global, "state", in.id, in.bundle, nil, "")...), r.scaled(30*time.Second))
 	var st ociState

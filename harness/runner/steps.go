@@ -224,8 +224,8 @@ func tail(s string, n int) string {
 }
 
 func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
-	if cs.client != nil && cs.client.kind.makes() {
-		return r.clientStep(ctx, cs, st, in)
+	if m := cs.maker(); m != nil {
+		return r.clientStep(ctx, cs, m, st, in)
 	}
 	actions := []string{st.Do}
 	if st.Do == "run" {
