@@ -98,7 +98,7 @@ conformance: deps runsc cgconform
 	bin/cgconform -cases cases -out out/conformance $(foreach r,runsc-stock runc crun,-runtime-cases '$(r)=$(NOSWEEP)') $(CONFORMANCE_FLAGS)
 
 # CGCONFORM_ROOT_TESTS=1: the tests that create cgroups and processes
-# (harness/roottest) run too; as non-root they fail rather than skip.
+# (base/roottest) run too; as non-root they fail rather than skip.
 test: deps vet fmt-check actionlint
 	CGCONFORM_ROOT_TESTS=1 $(GO) test -count=1 ./...
 	$(GO) run ./cmd/build-runsc test

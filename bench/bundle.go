@@ -3,7 +3,7 @@ package bench
 import (
 	"path/filepath"
 
-	"github.com/runsc-cgroups/cgconform/harness/ocispec"
+	"github.com/runsc-cgroups/cgconform/base/ocispec"
 )
 
 // MakeRootfs puts the harness's busybox rootfs into dir/rootfs and returns

@@ -35,10 +35,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
-	"github.com/runsc-cgroups/cgconform/harness/mode"
-	"github.com/runsc-cgroups/cgconform/harness/mounts"
-	"github.com/runsc-cgroups/cgconform/harness/proc"
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/mode"
+	"github.com/runsc-cgroups/cgconform/base/mounts"
+	"github.com/runsc-cgroups/cgconform/base/proc"
 	"github.com/runsc-cgroups/cgconform/harness/runner"
 	"github.com/runsc-cgroups/cgconform/runscbuild"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runsc-cgroups/cgconform/harness/proc"
+	"github.com/runsc-cgroups/cgconform/base/proc"
 )
 
 func TestReplaceMarked(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/clients"
 	"github.com/runsc-cgroups/cgconform/clients/build"
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 )
 
 // criNode is a private containerd (package clients) as a PodNode: pods in

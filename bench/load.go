@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/runner"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
 // SuiteSchema names the format of make bench's merged report.

@@ -15,11 +15,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/proc"
 	"github.com/runsc-cgroups/cgconform/bench/vmbench"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 	"github.com/runsc-cgroups/cgconform/ci/vmrun"
 	"github.com/runsc-cgroups/cgconform/clients/build"
-	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
 
 // The defaults of make bench, sized so that it ends in bounded time on a

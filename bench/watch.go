@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 )
 
 // Watch finds the cgroups a runtime left behind: new directories in the

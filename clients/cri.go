@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 )
 
 // PodOptions says how the kubelet-like pod is made.

@@ -19,10 +19,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/mounts"
 	"github.com/runsc-cgroups/cgconform/clients/build"
 	"github.com/runsc-cgroups/cgconform/clients/ociimage"
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
-	"github.com/runsc-cgroups/cgconform/harness/mounts"
 )
 
 // ShimSocketDir is where containerd's shim library puts every shim's socket,

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/clients/ociimage"
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 )
 
 // Engines: Debian's Docker (docker.io 20.10: dockerd, its own containerd

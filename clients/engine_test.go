@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 )
 
 // Docker keeps its own runc; runsc gets its flags; the driver follows

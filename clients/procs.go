@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/runsc-cgroups/cgconform/harness/proc"
+	"github.com/runsc-cgroups/cgconform/base/proc"
 )
 
 // Proc is one process the run saw, and where it was.

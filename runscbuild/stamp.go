@@ -10,7 +10,7 @@ import (
 	"os"
 	"runtime"
 
-	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
 // StampFormat identifies the stamp Ensure and EnsureShim write next to a

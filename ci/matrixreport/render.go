@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
 // symbols are how report.md shows outcomes.

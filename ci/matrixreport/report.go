@@ -2,7 +2,7 @@
 // report per host mode) as report.md (cases × runtimes × hosts, expected
 // divergences marked) and junit.xml, and recovers the results of a VM that
 // never sent its report from its console. The schema, its reader and the
-// junit.xml writer are harness/report's, so a host's report and the
+// junit.xml writer are base/report's, so a host's report and the
 // matrix's read the same way.
 package matrixreport
 
@@ -11,8 +11,8 @@ import (
 	"bytes"
 	"io"
 
-	"github.com/runsc-cgroups/cgconform/harness/mode"
-	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/base/mode"
+	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
 // ParseHarnessReport reads the report.json a VM sent into host's run.

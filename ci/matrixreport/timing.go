@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
 // slowest is how many case x runtime rows "The slowest results" lists.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runsc-cgroups/cgconform/harness/mode"
-	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/base/mode"
+	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
 // timedMatrix is two modes, v1 rerun after a stall, with daemon starts and

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/harness/mounts"
+	"github.com/runsc-cgroups/cgconform/base/mounts"
 )
 
 // Builder makes and caches the images.

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
 // Disk is one NVMe namespace; all share one controller, so the guest sees

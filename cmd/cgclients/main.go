@@ -16,9 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/clients"
 	"github.com/runsc-cgroups/cgconform/clients/build"
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 )
 
 func main() {

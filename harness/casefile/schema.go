@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/base/mode"
 	"golang.org/x/sys/unix"
 )
 

@@ -6,7 +6,7 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/runsc-cgroups/cgconform/harness/vars"
+	"github.com/runsc-cgroups/cgconform/base/vars"
 )
 
 // The texts of a case are its strings that ${name} may stand in

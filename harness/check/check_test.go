@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
 func TestMatch(t *testing.T) {

@@ -3,8 +3,8 @@ package runner
 import (
 	"testing"
 
-	"github.com/runsc-cgroups/cgconform/harness/report"
-	"github.com/runsc-cgroups/cgconform/harness/roottest"
+	"github.com/runsc-cgroups/cgconform/base/report"
+	"github.com/runsc-cgroups/cgconform/base/roottest"
 )
 
 const checksCase = `

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
-	"github.com/runsc-cgroups/cgconform/harness/mounts"
-	"github.com/runsc-cgroups/cgconform/harness/proc"
-	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/mounts"
+	"github.com/runsc-cgroups/cgconform/base/proc"
+	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
 // teardown kills what the run started, removes the test root in every

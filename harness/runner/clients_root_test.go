@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/report"
+	"github.com/runsc-cgroups/cgconform/base/roottest"
 	"github.com/runsc-cgroups/cgconform/clients/build"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
-	"github.com/runsc-cgroups/cgconform/harness/report"
-	"github.com/runsc-cgroups/cgconform/harness/roottest"
 )
 
 // TestClientContextsOnThisHost runs the repository's client cases with a

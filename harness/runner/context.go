@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
-	"github.com/runsc-cgroups/cgconform/harness/ocispec"
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/ocispec"
 	"golang.org/x/sys/unix"
 )
 

@@ -3,8 +3,8 @@ package runner
 import (
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/report"
 	"github.com/runsc-cgroups/cgconform/clients"
-	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // timeDaemon records in the result that the daemon name took from t0 until

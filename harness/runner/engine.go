@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/report"
 	"github.com/runsc-cgroups/cgconform/clients"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
-	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // Engine contexts (docker, docker-systemd, podman, podman-systemd;

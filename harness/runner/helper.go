@@ -12,7 +12,7 @@ import (
 	"syscall"
 
 	"github.com/moby/sys/mountinfo"
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"golang.org/x/sys/unix"
 )
 

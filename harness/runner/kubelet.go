@@ -11,13 +11,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/mode"
+	"github.com/runsc-cgroups/cgconform/base/proc"
+	"github.com/runsc-cgroups/cgconform/base/report"
 	"github.com/runsc-cgroups/cgconform/clients"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/harness/check"
-	"github.com/runsc-cgroups/cgconform/harness/mode"
-	"github.com/runsc-cgroups/cgconform/harness/proc"
-	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // The kubelet-static context (issue 26): the seed's own pattern under a

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/mode"
+	"github.com/runsc-cgroups/cgconform/base/proc"
 	"github.com/runsc-cgroups/cgconform/clients"
 	"github.com/runsc-cgroups/cgconform/clients/build"
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
-	"github.com/runsc-cgroups/cgconform/harness/mode"
-	"github.com/runsc-cgroups/cgconform/harness/proc"
 )
 
 func TestKubeletCPUVerdict(t *testing.T) {

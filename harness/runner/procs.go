@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/runsc-cgroups/cgconform/harness/proc"
+	"github.com/runsc-cgroups/cgconform/base/proc"
 )
 
 // reaper makes the harness a child subreaper, so every process a runtime

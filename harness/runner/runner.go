@@ -30,13 +30,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/mode"
+	"github.com/runsc-cgroups/cgconform/base/ocispec"
+	"github.com/runsc-cgroups/cgconform/base/proc"
+	"github.com/runsc-cgroups/cgconform/base/report"
 	"github.com/runsc-cgroups/cgconform/clients/build"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
-	"github.com/runsc-cgroups/cgconform/harness/mode"
-	"github.com/runsc-cgroups/cgconform/harness/ocispec"
-	"github.com/runsc-cgroups/cgconform/harness/proc"
-	"github.com/runsc-cgroups/cgconform/harness/report"
 	"golang.org/x/sys/unix"
 )
 

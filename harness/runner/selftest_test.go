@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/mode"
+	"github.com/runsc-cgroups/cgconform/base/proc"
+	"github.com/runsc-cgroups/cgconform/base/report"
+	"github.com/runsc-cgroups/cgconform/base/roottest"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
-	"github.com/runsc-cgroups/cgconform/harness/mode"
-	"github.com/runsc-cgroups/cgconform/harness/proc"
-	"github.com/runsc-cgroups/cgconform/harness/report"
-	"github.com/runsc-cgroups/cgconform/harness/roottest"
 )
 
 // The test binary doubles as the exec-in-cgroup helper and, when invoked

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
+	"github.com/runsc-cgroups/cgconform/base/mode"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
-	"github.com/runsc-cgroups/cgconform/harness/cgroupfs"
-	"github.com/runsc-cgroups/cgconform/harness/mode"
 	"golang.org/x/sys/unix"
 )
 

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/report"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"github.com/runsc-cgroups/cgconform/harness/check"
-	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // runTable runs a table case: for each input, create and start its one

@@ -30,7 +30,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
 // Outcomes as the reports spell them, and one for a cell no record fills.
@@ -109,7 +109,7 @@ func Merge(runs ...*Results) *Results {
 }
 
 // Parse tells the two report kinds apart by their schema and reads each
-// with harness/report's reader.
+// with base/report's reader.
 func Parse(data []byte) (*Results, error) {
 	var top struct {
 		Schema string `json:"schema"`

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
 // testMatrix is a matrix report as ci/cmd/matrix writes it.

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/base/report"
 	"github.com/runsc-cgroups/cgconform/runscbuild"
 	"github.com/runsc-cgroups/cgconform/runscbuild/patchmail"
 	"github.com/runsc-cgroups/cgconform/runscbuild/prtext"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/runsc-cgroups/cgconform/harness/report"
+	"github.com/runsc-cgroups/cgconform/base/report"
 	"github.com/runsc-cgroups/cgconform/runscbuild"
 	"github.com/runsc-cgroups/cgconform/runscbuild/patchmail"
 	"github.com/runsc-cgroups/cgconform/runscbuild/prtext"

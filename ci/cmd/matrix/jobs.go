@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/mode"
+	"github.com/runsc-cgroups/cgconform/base/report"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
-	"github.com/runsc-cgroups/cgconform/harness/mode"
-	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // runModes runs one VM per mode, at most jobs at a time, in the order given,

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/base/mode"
+	"github.com/runsc-cgroups/cgconform/base/report"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
-	"github.com/runsc-cgroups/cgconform/harness/mode"
-	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 func TestBudgetShare(t *testing.T) {

@@ -26,11 +26,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/report"
 	"github.com/runsc-cgroups/cgconform/ci/matrixreport"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 	"github.com/runsc-cgroups/cgconform/ci/vmrun"
 	"github.com/runsc-cgroups/cgconform/clients/build"
-	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 func main() {

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/mode"
+	"github.com/runsc-cgroups/cgconform/base/report"
 	"github.com/runsc-cgroups/cgconform/ci/matrixreport"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 	"github.com/runsc-cgroups/cgconform/ci/vmrun"
-	"github.com/runsc-cgroups/cgconform/harness/mode"
-	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // runMode boots one VM and turns what came back into a HostRun. It never

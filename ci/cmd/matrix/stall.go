@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/report"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
-	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 // defaultStall is how long a guest may go without progress (vmrun.Watchdog)

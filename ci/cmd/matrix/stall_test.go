@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/runsc-cgroups/cgconform/base/report"
 	"github.com/runsc-cgroups/cgconform/harness/casefile"
-	"github.com/runsc-cgroups/cgconform/harness/report"
 )
 
 func TestStallBound(t *testing.T) {

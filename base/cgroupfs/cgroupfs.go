@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/moby/sys/mountinfo"
-	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/base/mode"
 	"golang.org/x/sys/unix"
 )
 

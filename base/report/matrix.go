@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/base/mode"
 )
 
 // MatrixSchema identifies the matrix report (out/matrix/report.json).

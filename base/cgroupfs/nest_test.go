@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/runsc-cgroups/cgconform/harness/roottest"
+	"github.com/runsc-cgroups/cgconform/base/roottest"
 )
 
 // Nest on a real cgroup2 (on a hybrid host, its unified hierarchy, which

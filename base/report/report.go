@@ -45,7 +45,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/runsc-cgroups/cgconform/harness/mode"
+	"github.com/runsc-cgroups/cgconform/base/mode"
 )
 
 // Schema is the current schema identifier of report.json.
