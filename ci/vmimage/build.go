@@ -71,17 +71,8 @@ func run(ctx context.Context, dir string, name string, args ...string) ([]byte, 
 	return out.Bytes(), nil
 }
 
-// AptVersion asks apt which version of pkg it would install, so package
-// versions become part of an image's hash.
-func AptVersion(ctx context.Context, pkg string) (string, error) {
-	vs, err := AptVersions(ctx, pkg)
-	if err != nil {
-		return "", err
-	}
-	return vs[pkg], nil
-}
-
-// AptVersions looks up several packages in one apt-cache call.
+// AptVersions asks apt which versions of pkgs it would install (one
+// apt-cache call), so package versions become part of an image's hash.
 func AptVersions(ctx context.Context, pkgs ...string) (map[string]string, error) {
 	out, err := run(ctx, "", "apt-cache", append([]string{"show", "--no-all-versions"}, pkgs...)...)
 	if err != nil {
@@ -122,10 +113,11 @@ func (b *Builder) Kernel(ctx context.Context) (string, error) {
 	if pkg == "" {
 		pkg = DefaultKernelPkg
 	}
-	ver, err := AptVersion(ctx, pkg)
+	vs, err := AptVersions(ctx, pkg)
 	if err != nil {
 		return "", err
 	}
+	ver := vs[pkg]
 	dir := filepath.Join(b.CacheDir, "kernel", pkg+"_"+ver)
 	final := filepath.Join(dir, "vmlinuz")
 	if _, err := os.Stat(final); err == nil {

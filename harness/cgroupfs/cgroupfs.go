@@ -100,9 +100,6 @@ func Detect() (*Host, error) {
 	if comm, err := os.ReadFile("/proc/1/comm"); err == nil {
 		h.SystemdPID1 = strings.TrimSpace(string(comm)) == "systemd"
 	}
-	if st, err := os.Stat("/run/systemd/system"); err == nil && st.IsDir() && h.SystemdPID1 {
-		h.SystemdPID1 = true
-	}
 	a, errA := os.Readlink("/proc/self/ns/cgroup")
 	b, errB := os.Readlink("/proc/1/ns/cgroup")
 	h.CgroupNS = errA == nil && errB == nil && a != b
@@ -288,8 +285,8 @@ func (t *Tree) Mkdir(rel string) error {
 		return err
 	}
 	for _, h := range t.Host.Hierarchies {
-		if err := t.mkdirIn(h, path.Clean("/"+rel)); err != nil {
-			return fmt.Errorf("creating %s in %s: %w", rel, h.Name(), err)
+		if err := t.MkdirIn(h, rel); err != nil {
+			return err
 		}
 	}
 	return nil
