@@ -45,11 +45,7 @@ func LoadFile(path string) (*Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := parse(b, path)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return parse(b, path)
 }
 
 // Parse decodes and validates a case. Errors name the line and the field.
