@@ -3,14 +3,16 @@ package vmimage
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -109,10 +111,7 @@ func parseAptVersions(out []byte, pkgs []string) (map[string]string, error) {
 // Kernel returns the path of the cached vmlinuz, downloading and unpacking
 // the kernel package on first use.
 func (b *Builder) Kernel(ctx context.Context) (string, error) {
-	pkg := b.KernelPkg
-	if pkg == "" {
-		pkg = DefaultKernelPkg
-	}
+	pkg := cmp.Or(b.KernelPkg, DefaultKernelPkg)
 	vs, err := AptVersions(ctx, pkg)
 	if err != nil {
 		return "", err
@@ -297,12 +296,7 @@ func busyboxEntries(busybox, init []byte, applets []string, extra []hostFile) []
 		}
 		entries = append(entries, cpioEntry{Name: name, Mode: modeSymlink | 0o777, Data: []byte(rel)})
 	}
-	names := make([]string, 0, len(dirs))
-	for d := range dirs {
-		names = append(names, d)
-	}
-	sort.Strings(names)
-	for _, d := range names {
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
 		mode := uint32(0o755)
 		if d == "tmp" || d == "var/tmp" {
 			mode = 0o1777
@@ -332,13 +326,7 @@ func writeCached(final string, data []byte, r *Recipe) error {
 // boot the same disk (read-only, qemu snapshot) with different kernel
 // arguments.
 func (b *Builder) SystemdDisk(ctx context.Context) (string, error) {
-	suite, mirror := b.Suite, b.Mirror
-	if suite == "" {
-		suite = "bookworm"
-	}
-	if mirror == "" {
-		mirror = "http://deb.debian.org/debian"
-	}
+	suite, mirror := cmp.Or(b.Suite, "bookworm"), cmp.Or(b.Mirror, "http://deb.debian.org/debian")
 	r := NewRecipe("systemd-disk")
 	r.AddString("suite", suite)
 	r.AddString("mirror", mirror)

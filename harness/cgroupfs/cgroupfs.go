@@ -429,21 +429,15 @@ func (t *Tree) Create() error {
 
 // Procs lists the PIDs anywhere in the tree, in any hierarchy.
 func (t *Tree) Procs() []int {
-	seen := map[int]bool{}
 	var out []int
 	for _, h := range t.Host.Hierarchies {
 		for _, d := range Dirs(h, t.Root) {
 			pids, _ := Procs(h, d)
-			for _, p := range pids {
-				if !seen[p] {
-					seen[p] = true
-					out = append(out, p)
-				}
-			}
+			out = append(out, pids...)
 		}
 	}
-	sort.Ints(out)
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Kill SIGKILLs every process anywhere in the tree, in any hierarchy (but

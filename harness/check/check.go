@@ -4,9 +4,9 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -173,11 +173,7 @@ func Main(procs []report.Process) (report.Process, bool) {
 // Distinct checks that the main processes of all instances are in
 // pairwise distinct cgroups in every hierarchy key.
 func Distinct(instances map[string][]report.Process, keys []string, names map[string]string) (string, string) {
-	labels := make([]string, 0, len(instances))
-	for l := range instances {
-		labels = append(labels, l)
-	}
-	sort.Strings(labels)
+	labels := slices.Sorted(maps.Keys(instances))
 	var clashes []string
 	for _, k := range keys {
 		if mayStayWithCaller[k] {
