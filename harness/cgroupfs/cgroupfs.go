@@ -281,9 +281,6 @@ func (t *Tree) inside(rel string) error {
 // new cpuset is empty and no task can join it); on v2 every controller
 // available in a parent is enabled for its children.
 func (t *Tree) Mkdir(rel string) error {
-	if err := t.inside(rel); err != nil {
-		return err
-	}
 	for _, h := range t.Host.Hierarchies {
 		if err := t.MkdirIn(h, rel); err != nil {
 			return err
