@@ -100,9 +100,6 @@ func Detect() (*Host, error) {
 	if comm, err := os.ReadFile("/proc/1/comm"); err == nil {
 		h.SystemdPID1 = strings.TrimSpace(string(comm)) == "systemd"
 	}
-	if st, err := os.Stat("/run/systemd/system"); err == nil && st.IsDir() && h.SystemdPID1 {
-		h.SystemdPID1 = true
-	}
 	a, errA := os.Readlink("/proc/self/ns/cgroup")
 	b, errB := os.Readlink("/proc/1/ns/cgroup")
 	h.CgroupNS = errA == nil && errB == nil && a != b
@@ -284,12 +281,9 @@ func (t *Tree) inside(rel string) error {
 // new cpuset is empty and no task can join it); on v2 every controller
 // available in a parent is enabled for its children.
 func (t *Tree) Mkdir(rel string) error {
-	if err := t.inside(rel); err != nil {
-		return err
-	}
 	for _, h := range t.Host.Hierarchies {
-		if err := t.mkdirIn(h, path.Clean("/"+rel)); err != nil {
-			return fmt.Errorf("creating %s in %s: %w", rel, h.Name(), err)
+		if err := t.MkdirIn(h, rel); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -432,21 +426,15 @@ func (t *Tree) Create() error {
 
 // Procs lists the PIDs anywhere in the tree, in any hierarchy.
 func (t *Tree) Procs() []int {
-	seen := map[int]bool{}
 	var out []int
 	for _, h := range t.Host.Hierarchies {
 		for _, d := range Dirs(h, t.Root) {
 			pids, _ := Procs(h, d)
-			for _, p := range pids {
-				if !seen[p] {
-					seen[p] = true
-					out = append(out, p)
-				}
-			}
+			out = append(out, pids...)
 		}
 	}
-	sort.Ints(out)
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Kill SIGKILLs every process anywhere in the tree, in any hierarchy (but

@@ -86,9 +86,6 @@ func ParseHost(s string) (Host, error) {
 // Cgroup is the layout the harness detects on h.
 func (h Host) Cgroup() Cgroup { return hostCgroup[h] }
 
-// Systemd reports whether systemd is PID 1 on h.
-func (h Host) Systemd() bool { return h == HostSystemdV2 || h == HostSystemdV1 }
-
 func join[T ~string](xs []T) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {

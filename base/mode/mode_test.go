@@ -27,7 +27,7 @@ func TestParse(t *testing.T) {
 	if _, err := ParseHost("systemd-v3"); err == nil {
 		t.Error("ParseHost accepted systemd-v3")
 	}
-	if h, err := ParseHost("systemd-v1"); err != nil || !h.Systemd() {
+	if h, err := ParseHost("systemd-v1"); err != nil || h != HostSystemdV1 {
 		t.Errorf("ParseHost(systemd-v1) = %q, %v", h, err)
 	}
 	// The two vocabularies share only "hybrid": a matrix name is not a

@@ -3,14 +3,16 @@ package vmimage
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,17 +73,8 @@ func run(ctx context.Context, dir string, name string, args ...string) ([]byte, 
 	return out.Bytes(), nil
 }
 
-// AptVersion asks apt which version of pkg it would install, so package
-// versions become part of an image's hash.
-func AptVersion(ctx context.Context, pkg string) (string, error) {
-	vs, err := AptVersions(ctx, pkg)
-	if err != nil {
-		return "", err
-	}
-	return vs[pkg], nil
-}
-
-// AptVersions looks up several packages in one apt-cache call.
+// AptVersions asks apt which versions of pkgs it would install (one
+// apt-cache call), so package versions become part of an image's hash.
 func AptVersions(ctx context.Context, pkgs ...string) (map[string]string, error) {
 	out, err := run(ctx, "", "apt-cache", append([]string{"show", "--no-all-versions"}, pkgs...)...)
 	if err != nil {
@@ -118,14 +111,12 @@ func parseAptVersions(out []byte, pkgs []string) (map[string]string, error) {
 // Kernel returns the path of the cached vmlinuz, downloading and unpacking
 // the kernel package on first use.
 func (b *Builder) Kernel(ctx context.Context) (string, error) {
-	pkg := b.KernelPkg
-	if pkg == "" {
-		pkg = DefaultKernelPkg
-	}
-	ver, err := AptVersion(ctx, pkg)
+	pkg := cmp.Or(b.KernelPkg, DefaultKernelPkg)
+	vs, err := AptVersions(ctx, pkg)
 	if err != nil {
 		return "", err
 	}
+	ver := vs[pkg]
 	dir := filepath.Join(b.CacheDir, "kernel", pkg+"_"+ver)
 	final := filepath.Join(dir, "vmlinuz")
 	if _, err := os.Stat(final); err == nil {
@@ -305,12 +296,7 @@ func busyboxEntries(busybox, init []byte, applets []string, extra []hostFile) []
 		}
 		entries = append(entries, cpioEntry{Name: name, Mode: modeSymlink | 0o777, Data: []byte(rel)})
 	}
-	names := make([]string, 0, len(dirs))
-	for d := range dirs {
-		names = append(names, d)
-	}
-	sort.Strings(names)
-	for _, d := range names {
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
 		mode := uint32(0o755)
 		if d == "tmp" || d == "var/tmp" {
 			mode = 0o1777
@@ -340,13 +326,7 @@ func writeCached(final string, data []byte, r *Recipe) error {
 // boot the same disk (read-only, qemu snapshot) with different kernel
 // arguments.
 func (b *Builder) SystemdDisk(ctx context.Context) (string, error) {
-	suite, mirror := b.Suite, b.Mirror
-	if suite == "" {
-		suite = "bookworm"
-	}
-	if mirror == "" {
-		mirror = "http://deb.debian.org/debian"
-	}
+	suite, mirror := cmp.Or(b.Suite, "bookworm"), cmp.Or(b.Mirror, "http://deb.debian.org/debian")
 	r := NewRecipe("systemd-disk")
 	r.AddString("suite", suite)
 	r.AddString("mirror", mirror)

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/runsc-cgroups/cgconform/ci/vmrun"
 )
@@ -160,11 +159,8 @@ func copyTree(src, dst string) (int64, error) {
 			n, err := copyFile(path, target, 0o644)
 			total += n
 			return err
-		case strings.HasPrefix(d.Name(), "."):
-			return nil
-		default:
-			return nil // symlinks and devices have no place among cases
 		}
+		return nil // symlinks and devices have no place among cases
 	})
 	return total, err
 }

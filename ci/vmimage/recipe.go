@@ -14,7 +14,8 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -118,14 +119,7 @@ func (r *Recipe) Add(key string, value []byte) {
 func (r *Recipe) AddString(key, value string) { r.Add(key, []byte(value)) }
 
 // Keys lists the recorded inputs, sorted.
-func (r *Recipe) Keys() []string {
-	keys := make([]string, 0, len(r.inputs))
-	for k := range r.inputs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func (r *Recipe) Keys() []string { return slices.Sorted(maps.Keys(r.inputs)) }
 
 // Hash is a short hex digest over the recipe name, version and inputs, in
 // key order, each length-prefixed so no two input sets collide by

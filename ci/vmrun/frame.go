@@ -5,7 +5,6 @@ package vmrun
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -133,10 +132,4 @@ func checkFrame(b64, wantSum string, wantBytes int) ([]byte, error) {
 		return nil, fmt.Errorf("frame sha256 %s does not match its header %s: corrupted", got, wantSum)
 	}
 	return data, nil
-}
-
-// Untar unpacks a tar.gz archive of plain files and folders into a map of
-// names to contents (the harness output folder is small).
-func Untar(tgz []byte) (map[string][]byte, error) {
-	return untar(bytes.NewReader(tgz))
 }

@@ -2,6 +2,7 @@ package vmrun
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -205,44 +207,16 @@ func (vm *VM) Args() []string {
 	return append(args, vm.ExtraQEMU...)
 }
 
-// tail keeps the last n lines.
-type tail struct {
-	mu    sync.Mutex
-	n     int
-	lines []string
-}
-
-func (t *tail) add(l string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.lines = append(t.lines, l)
-	if len(t.lines) > t.n {
-		t.lines = t.lines[len(t.lines)-t.n:]
-	}
-}
-
-func (t *tail) get() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]string(nil), t.lines...)
-}
-
 // Run boots the VM and waits for it to power off, to fail, or to run out of
 // time. qemu runs in its own process group, which is killed on every path
 // out of Run, so nothing it started outlives it.
 func (vm *VM) Run(ctx context.Context) (*Result, error) {
-	bin := vm.QEMU
-	if bin == "" {
-		bin = "qemu-system-x86_64"
-	}
+	bin := cmp.Or(vm.QEMU, "qemu-system-x86_64")
 	n := vm.TailLines
 	if n <= 0 {
 		n = 40
 	}
-	marker := vm.StartMarker
-	if marker == "" {
-		marker = "cgm: start"
-	}
+	marker := cmp.Or(vm.StartMarker, "cgm: start")
 	timeout := vm.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Minute
@@ -283,9 +257,9 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 	defer killGroup()
 
 	res := &Result{}
-	t := &tail{n: n}
 	var (
 		mu      sync.Mutex
+		tail    []string // the last n lines
 		running string
 		done    string
 		boot    time.Duration
@@ -300,11 +274,13 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 		for sc.Scan() {
 			line := strings.TrimRight(sc.Text(), "\r")
 			fmt.Fprintln(console, line)
-			t.add(line)
 			if vm.Watchdog != nil {
 				vm.Watchdog.Line(line, time.Now())
 			}
 			mu.Lock()
+			if tail = append(tail, line); len(tail) > n {
+				tail = tail[len(tail)-n:]
+			}
 			if boot == 0 && strings.HasPrefix(line, marker) {
 				boot = time.Since(start)
 			}
@@ -385,8 +361,8 @@ loop:
 	if st := cmd.ProcessState; st != nil {
 		res.CPU = st.UserTime() + st.SystemTime()
 	}
-	res.Tail = t.get()
 	mu.Lock()
+	res.Tail = slices.Clone(tail)
 	res.Boot, res.RunningCase, res.LastDone = boot, running, done
 	mu.Unlock()
 	if err := ctx.Err(); err != nil {

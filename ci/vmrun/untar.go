@@ -2,6 +2,7 @@ package vmrun
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -12,8 +13,10 @@ import (
 	"strings"
 )
 
-func untar(r io.Reader) (map[string][]byte, error) {
-	zr, err := gzip.NewReader(r)
+// Untar unpacks a tar.gz archive of plain files and folders into a map of
+// names to contents (the harness output folder is small).
+func Untar(tgz []byte) (map[string][]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(tgz))
 	if err != nil {
 		return nil, fmt.Errorf("results archive is not gzip: %w", err)
 	}

@@ -6,34 +6,10 @@ import (
 	"strings"
 )
 
-// Client contexts: a real containerd (clients/) started for the case makes
-// the caller context, and, in ctr and kubelet-*, the sandboxes themselves
-// (cases/README.md, "Client contexts").
-//
-//   - ctr: C is containerd's own cgroup (the shims start there); every
-//     sandbox is a `ctr run -d --config` container in namespace
-//     cgc-<root>, its whole OCI spec the harness's bundle.
-//   - kubelet-cgroupfs, kubelet-systemd: C is a pod cgroup made as the
-//     kubelet makes it with that cgroup driver; the one sandbox is a CRI
-//     pod (RunPodSandbox with C as cgroup_parent, one container).
-//   - cri-privileged, cri-delegated: C is the cgroup of a container of a
-//     runc pod made over CRI (privileged; or with a cgroup namespace and a
-//     writable cgroup2, containerd's cgroup_writable); every runtime
-//     command runs in it through crictl exec, as kubectl exec does.
-//   - cri-delegated-nested: cri-delegated after the caller's own move (as
-//     caller-nested): before any runtime runs, a command in the container
-//     moves C's processes into the leaf C/supervisor and enables C's
-//     controllers, the sequence patches/90-nested-cgroups/DESIGN.md
-//     recommends to callers.
-//   - kubelet-static-nested: kubelet-static (harness/runner/kubelet.go)
-//     after the same move of the caller (cgroup v2 only).
-//   - kubelet-static-unprivileged: kubelet-static with a container that
-//     is not privileged (SYS_ADMIN added, seccomp and AppArmor
-//     unconfined): its cgroupfs is read-only.
-//   - docker, docker-systemd, podman, podman-systemd: a private Docker
-//     daemon or Podman store (clients.Engine) with the cgroupfs or the
-//     systemd driver; C is the engine's own cgroup; every sandbox is an
-//     engine container (`run -d` with the sandbox's engine arguments).
+// ClientContext is a context a real containerd (clients/) started for the
+// case makes: the caller context and, in ctr, kubelet-* and the engine
+// contexts, the sandboxes themselves (cases/README.md, "Client contexts",
+// says what each makes and runs).
 type ClientContext struct {
 	Name string
 	// Makes says the client makes the sandboxes (ctr, kubelet-*): then

@@ -45,11 +45,7 @@ func LoadFile(path string) (*Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := parse(b, path)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return parse(b, path)
 }
 
 // Parse decodes and validates a case. Errors name the line and the field.
@@ -58,21 +54,12 @@ func Parse(b []byte) (*Case, error) { return parse(b, "") }
 func parse(b []byte, file string) (*Case, error) {
 	var doc yamlv3.Node
 	lerr := yamlv3.Unmarshal(b, &doc)
-	lines := fieldLines(&doc)
+	c := &Case{File: file, lines: fieldLines(&doc)}
 	prefix := func(field string) string {
-		where := file
-		// A field the file leaves out (an implied cgroupsPath) is at its
-		// nearest written parent.
-		for f := field; f != ""; f = f[:max(strings.LastIndexAny(f, ".["), 0)] {
-			if n, ok := lines[f]; ok {
-				where = fmt.Sprintf("%s:%d", file, n)
-				break
-			}
+		if at := c.at(field); at != "" {
+			return at + ": "
 		}
-		if where == "" {
-			return ""
-		}
-		return where + ": "
+		return ""
 	}
 	if lerr != nil {
 		return nil, fmt.Errorf("%snot YAML: %w", prefix(""), lerr)
@@ -80,11 +67,9 @@ func parse(b []byte, file string) (*Case, error) {
 	if fe := unknownKey(&doc, reflect.TypeFor[Case](), "", ""); fe != nil {
 		return nil, fmt.Errorf("%s%w", prefix(fe.Field), fe)
 	}
-	var c Case
-	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+	if err := yaml.UnmarshalStrict(b, c); err != nil {
 		return nil, fmt.Errorf("%sdecoding case: %w (field names follow cases/README.md and runtime-spec's JSON names)", prefix(""), err)
 	}
-	c.File, c.lines = file, lines
 	c.normalize()
 	if err := c.Validate(); err != nil {
 		var fe *FieldError
@@ -99,13 +84,16 @@ func parse(b []byte, file string) (*Case, error) {
 			c.Warnings = append(c.Warnings, prefix(f)+f+": fail: true without output passes on any failure, for any reason; add output: (a substring of what the runtime prints for the reason the case means, or a list when runtimes word it differently)")
 		}
 	}
-	return &c, nil
+	return c, nil
 }
 
-// at is "file:line" of a field ("" parts left out).
+// at is "file:line" of a field, or of its nearest written parent (a field
+// the file leaves out, such as an implied cgroupsPath), else the file.
 func (c *Case) at(field string) string {
-	if n, ok := c.lines[field]; ok {
-		return fmt.Sprintf("%s:%d", c.File, n)
+	for f := field; f != ""; f = f[:max(strings.LastIndexAny(f, ".["), 0)] {
+		if n, ok := c.lines[f]; ok {
+			return fmt.Sprintf("%s:%d", c.File, n)
+		}
 	}
 	return c.File
 }

@@ -9,6 +9,7 @@
 package casefile
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -557,20 +558,10 @@ func SignalNumber(name string) (unix.Signal, error) {
 }
 
 // ContainerID is the sandbox's ID before the run token is added.
-func (s *Sandbox) ContainerID() string {
-	if s.ID != "" {
-		return s.ID
-	}
-	return s.Name
-}
+func (s *Sandbox) ContainerID() string { return cmp.Or(s.ID, s.Name) }
 
 // RootName is the sandbox's state-folder group.
-func (s *Sandbox) RootName() string {
-	if s.Root != "" {
-		return s.Root
-	}
-	return "default"
-}
+func (s *Sandbox) RootName() string { return cmp.Or(s.Root, "default") }
 
 // Instances is the number of containers the sandbox entry stands for.
 func (s *Sandbox) Instances() int {

@@ -29,131 +29,93 @@ const (
 	jsonText
 )
 
-// visitFunc is called with a text's field path, kind and address.
-type visitFunc func(field string, kind textKind, s *string) error
+// walker visits a case item's texts in order with visit, and stops at its
+// first error.
+type walker struct {
+	visit func(field string, kind textKind, s *string) error
+	err   error
+}
+
+func (w *walker) text(field string, kind textKind, s *string) {
+	if w.err == nil {
+		w.err = w.visit(field, kind, s)
+	}
+}
+
+func (w *walker) list(field string, ss []string) {
+	for i := range ss {
+		w.text(fmt.Sprintf("%s[%d]", field, i), plainText, &ss[i])
+	}
+}
+
+func (w *walker) json(field string, raw *json.RawMessage) {
+	if len(*raw) == 0 {
+		return
+	}
+	s := string(*raw)
+	w.text(field, jsonText, &s)
+	*raw = json.RawMessage(s)
+}
 
 // refVars are the variables a cgroup reference knows: ${caller} and
 // ${caseroot} are absolute, ${id} and ${pid.*} name no cgroup.
 var refVars = map[string]bool{"token": true}
 
-func (st *Step) texts(f string, visit visitFunc) error {
-	for i := range st.Args {
-		if err := visit(fmt.Sprintf("%s.args[%d]", f, i), plainText, &st.Args[i]); err != nil {
-			return err
-		}
+func (st *Step) texts(w *walker, f string) {
+	w.list(f+".args", st.Args)
+	w.text(f+".unit", plainText, &st.Unit)
+	w.json(f+".resources", &st.Resources)
+	w.json(f+".spec", &st.Spec)
+	if wr := st.Write; wr != nil {
+		w.text(f+".write.cgroup", refText, &wr.Cgroup)
+		w.text(f+".write.value", plainText, &wr.Value)
 	}
-	if err := visit(f+".unit", plainText, &st.Unit); err != nil {
-		return err
-	}
-	if err := visitJSON(f+".resources", &st.Resources, visit); err != nil {
-		return err
-	}
-	if err := visitJSON(f+".spec", &st.Spec, visit); err != nil {
-		return err
-	}
-	if w := st.Write; w != nil {
-		if err := visit(f+".write.cgroup", refText, &w.Cgroup); err != nil {
-			return err
-		}
-		if err := visit(f+".write.value", plainText, &w.Value); err != nil {
-			return err
-		}
-	}
-	if err := visit(f+".cgroup", refText, &st.Cgroup); err != nil {
-		return err
-	}
+	w.text(f+".cgroup", refText, &st.Cgroup)
 	if e := st.Expect; e != nil {
-		for i := range e.Output {
-			if err := visit(fmt.Sprintf("%s.expect.output[%d]", f, i), plainText, &e.Output[i]); err != nil {
-				return err
-			}
-		}
+		w.list(f+".expect.output", e.Output)
 	}
 	if c := st.Check; c != nil {
-		return c.texts(f+".check", visit)
+		c.texts(w, f+".check")
 	}
-	return nil
 }
 
-func (c *Check) texts(f string, visit visitFunc) error {
+func (c *Check) texts(w *walker, f string) {
 	if p := c.Placement; p != nil {
-		if err := visit(f+".placement.path", plainText, &p.Path); err != nil {
-			return err
-		}
+		w.text(f+".placement.path", plainText, &p.Path)
 	}
 	if fc := c.File; fc != nil {
-		if err := visit(f+".file.cgroup", refText, &fc.Cgroup); err != nil {
-			return err
-		}
+		w.text(f+".file.cgroup", refText, &fc.Cgroup)
 		if fc.Equals != nil {
-			if err := visit(f+".file.equals", plainText, fc.Equals); err != nil {
-				return err
-			}
+			w.text(f+".file.equals", plainText, fc.Equals)
 		}
-		for i := range fc.Contains {
-			if err := visit(fmt.Sprintf("%s.file.contains[%d]", f, i), plainText, &fc.Contains[i]); err != nil {
-				return err
-			}
-		}
+		w.list(f+".file.contains", fc.Contains)
 	}
-	if err := visit(f+".exists", refText, &c.Exists); err != nil {
-		return err
-	}
-	if err := visit(f+".absent", refText, &c.Absent); err != nil {
-		return err
-	}
-	if err := visit(f+".noneNamed", plainText, &c.NoneNamed); err != nil {
-		return err
-	}
+	w.text(f+".exists", refText, &c.Exists)
+	w.text(f+".absent", refText, &c.Absent)
+	w.text(f+".noneNamed", plainText, &c.NoneNamed)
 	if l := c.RunscLog; l != nil {
-		if err := visit(f+".runscLog.lacks", plainText, &l.Lacks); err != nil {
-			return err
-		}
+		w.text(f+".runscLog.lacks", plainText, &l.Lacks)
 	}
 	if u := c.Unit; u != nil {
-		if err := visit(f+".unit.name", plainText, &u.Name); err != nil {
-			return err
-		}
+		w.text(f+".unit.name", plainText, &u.Name)
 	}
-	return nil
 }
 
-func (it *Setup) texts(f string, visit visitFunc) error {
-	if err := visit(f+".cgroup", refText, &it.Cgroup); err != nil {
-		return err
-	}
-	return visit(f+".value", plainText, &it.Value)
+func (it *Setup) texts(w *walker, f string) {
+	w.text(f+".cgroup", refText, &it.Cgroup)
+	w.text(f+".value", plainText, &it.Value)
 }
 
-func (s *Sandbox) texts(f string, visit visitFunc) error {
-	for i := range s.Engine {
-		if err := visit(fmt.Sprintf("%s.engine[%d]", f, i), plainText, &s.Engine[i]); err != nil {
-			return err
-		}
-	}
-	return visitJSON(f+".spec", &s.Spec, visit)
+func (s *Sandbox) texts(w *walker, f string) {
+	w.list(f+".engine", s.Engine)
+	w.json(f+".spec", &s.Spec)
 }
 
-func (in *Input) texts(f string, visit visitFunc) error {
-	if err := visit(f+".path", plainText, &in.Path); err != nil {
-		return err
-	}
+func (in *Input) texts(w *walker, f string) {
+	w.text(f+".path", plainText, &in.Path)
 	if p := in.Placement; p != nil {
-		return visit(f+".placement.path", plainText, &p.Path)
+		w.text(f+".placement.path", plainText, &p.Path)
 	}
-	return nil
-}
-
-func visitJSON(field string, raw *json.RawMessage, visit visitFunc) error {
-	if len(*raw) == 0 {
-		return nil
-	}
-	s := string(*raw)
-	if err := visit(field, jsonText, &s); err != nil {
-		return err
-	}
-	*raw = json.RawMessage(s)
-	return nil
 }
 
 // SandboxName is the one sandbox a check is about, or "" (none, or several
@@ -201,7 +163,7 @@ func (in Input) Expanded(vals map[string]string) (Input, error) {
 
 // expanded deep-copies v (a case is shared by every context, runtime and
 // instance) and expands the copy's texts.
-func expanded[T any](v T, texts func(*T, string, visitFunc) error, vals map[string]string) (T, error) {
+func expanded[T any](v T, texts func(*T, *walker, string), vals map[string]string) (T, error) {
 	var cp T
 	b, err := json.Marshal(v)
 	if err == nil {
@@ -210,7 +172,7 @@ func expanded[T any](v T, texts func(*T, string, visitFunc) error, vals map[stri
 	if err != nil {
 		return cp, fmt.Errorf("copying %T: %w", v, err)
 	}
-	err = texts(&cp, "", func(field string, k textKind, s *string) error {
+	w := &walker{visit: func(field string, k textKind, s *string) error {
 		var err error
 		if k == jsonText {
 			var raw json.RawMessage
@@ -223,15 +185,16 @@ func expanded[T any](v T, texts func(*T, string, visitFunc) error, vals map[stri
 			return fmt.Errorf("%s: %w", strings.TrimPrefix(field, "."), err)
 		}
 		return nil
-	})
-	return cp, err
+	}}
+	texts(&cp, w, "")
+	return cp, w.err
 }
 
 // checkTexts refuses a reference that cannot be resolved where it stands:
 // a name not in known (refVars in a cgroup reference), or a "${" without
 // its "}".
-func checkTexts(f string, texts func(string, visitFunc) error, known map[string]bool) error {
-	return texts(f, func(field string, k textKind, s *string) error {
+func checkTexts(f string, texts func(*walker, string), known map[string]bool) error {
+	w := &walker{visit: func(field string, k textKind, s *string) error {
 		names, err := vars.Refs(*s)
 		if err != nil {
 			return ferr(field, "%v", err)
@@ -256,7 +219,9 @@ func checkTexts(f string, texts func(string, visitFunc) error, known map[string]
 			return ferr(field, "%s", msg)
 		}
 		return nil
-	})
+	}}
+	texts(w, f)
+	return w.err
 }
 
 // withVars is known plus names.

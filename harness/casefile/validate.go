@@ -2,6 +2,7 @@ package casefile
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -159,10 +160,7 @@ func (c *Case) Validate() error {
 			return err
 		}
 	}
-	vars := map[string]bool{}
-	for _, v := range Variables {
-		vars[v] = true
-	}
+	vars := withVars(map[string]bool{}, Variables...)
 	for p := range processes {
 		vars["pid."+p] = true
 	}
@@ -207,14 +205,10 @@ func (c *Case) Validate() error {
 			return ferr(f+".name", "%q used twice", s.Name)
 		}
 		names[s.Name] = true
-		if s.ID != "" && !nameRE.MatchString(s.ID) {
-			return ferr(f+".id", "%q must match %s", s.ID, nameRE)
-		}
-		if s.Root != "" && !nameRE.MatchString(s.Root) {
-			return ferr(f+".root", "%q must match %s", s.Root, nameRE)
-		}
-		if s.MountNS != "" && !nameRE.MatchString(s.MountNS) {
-			return ferr(f+".mountns", "%q must match %s", s.MountNS, nameRE)
+		for _, kv := range []struct{ field, v string }{{"id", s.ID}, {"root", s.Root}, {"mountns", s.MountNS}} {
+			if kv.v != "" && !nameRE.MatchString(kv.v) {
+				return ferr(f+"."+kv.field, "%q must match %s", kv.v, nameRE)
+			}
 		}
 		key := s.MountNS + "/" + s.RootName() + "/" + s.ContainerID()
 		if ids[key] {
@@ -296,10 +290,7 @@ func (c *Case) Validate() error {
 	for i := range c.Steps {
 		st := &c.Steps[i]
 		f := fmt.Sprintf("steps[%d]", i)
-		id := st.ID
-		if id == "" {
-			id = fmt.Sprintf("%d-%s", i+1, st.Do)
-		}
+		id := cmp.Or(st.ID, fmt.Sprintf("%d-%s", i+1, st.Do))
 		if stepIDs[id] {
 			return ferr(f+".id", "%q used twice (or reserved)", id)
 		}
@@ -648,17 +639,7 @@ func (c *Check) validate(f string, sandboxes map[string]bool) error {
 		if fc.Name == "" || strings.Contains(fc.Name, "/") {
 			return ferr(f+".file.name", "%q must be a plain file name", fc.Name)
 		}
-		k := 0
-		if fc.Equals != nil {
-			k++
-		}
-		if len(fc.Contains) > 0 {
-			k++
-		}
-		if fc.Empty {
-			k++
-		}
-		if k != 1 {
+		if trues(fc.Equals != nil, len(fc.Contains) > 0, fc.Empty) != 1 {
 			return ferr(f+".file", "set exactly one of equals, contains, empty")
 		}
 	}
@@ -671,11 +652,7 @@ func (c *Check) validate(f string, sandboxes map[string]bool) error {
 			return ferr(f+"."+kv.field, "%q %s", kv.ref, refForm)
 		}
 	}
-	for _, b := range []bool{c.NothingLeft, c.NothingCreated, c.NothingRemoved, c.NoneNamed != "", c.KubeletSane} {
-		if b {
-			n++
-		}
-	}
+	n += trues(c.NothingLeft, c.NothingCreated, c.NothingRemoved, c.NoneNamed != "", c.KubeletSane)
 	if c.Holders != "" {
 		n++
 		if !slices.Contains(Relations, c.Holders) || c.Holders == "exact" || c.Holders == "base" {
@@ -702,6 +679,17 @@ func (c *Check) validate(f string, sandboxes map[string]bool) error {
 		return ferr(f, "set exactly one assertion (got %d)", n)
 	}
 	return nil
+}
+
+// trues counts the conditions that hold.
+func trues(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // checkCgroupsPath makes every cgroup a case asks for attributable to the
@@ -740,9 +728,7 @@ func checkCgroupsPath(raw json.RawMessage, table, systemd, throwaway bool) error
 
 func attributable(p string, throwaway bool) error {
 	if slice, _, ok := strings.Cut(p, ":"); ok && strings.Count(p, ":") == 2 && !strings.Contains(slice, "/") {
-		if slice == "" {
-			slice = "system.slice"
-		}
+		slice = cmp.Or(slice, "system.slice")
 		// systemd nests "a-b.slice" in "a.slice": the root holds "a.slice".
 		top, _, _ := strings.Cut(strings.TrimSuffix(slice, ".slice"), "-")
 		if throwaway || carriesToken(top) {

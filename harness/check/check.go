@@ -4,9 +4,9 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -173,11 +173,7 @@ func Main(procs []report.Process) (report.Process, bool) {
 // Distinct checks that the main processes of all instances are in
 // pairwise distinct cgroups in every hierarchy key.
 func Distinct(instances map[string][]report.Process, keys []string, names map[string]string) (string, string) {
-	labels := make([]string, 0, len(instances))
-	for l := range instances {
-		labels = append(labels, l)
-	}
-	sort.Strings(labels)
+	labels := slices.Sorted(maps.Keys(instances))
 	var clashes []string
 	for _, k := range keys {
 		if mayStayWithCaller[k] {
@@ -282,10 +278,10 @@ func Evaluate(e Expect, c Command) []string {
 		out = append(out, "exited 0, want a failure")
 	}
 	if !e.Fail && !e.AnyExit && c.Exit != 0 {
-		out = append(out, fmt.Sprintf("exited %d, want 0: %s", c.Exit, lastLines(c.Output, 3)))
+		out = append(out, fmt.Sprintf("exited %d, want 0: %s", c.Exit, LastLines(c.Output, 3)))
 	}
 	if len(e.Output) > 0 && !slices.ContainsFunc(e.Output, func(s string) bool { return strings.Contains(c.Output, s) }) {
-		out = append(out, fmt.Sprintf("output lacks %s: %s", quoteAny(e.Output), lastLines(c.Output, 3)))
+		out = append(out, fmt.Sprintf("output lacks %s: %s", quoteAny(e.Output), LastLines(c.Output, 3)))
 	}
 	if e.Within > 0 && c.Dur > e.Within {
 		out = append(out, fmt.Sprintf("took %.2fs, want under %v", c.Dur.Seconds(), e.Within))
@@ -305,12 +301,9 @@ func quoteAny(ss []string) string {
 	return "any of " + strings.Join(q, ", ")
 }
 
-// LastLines is lastLines for the runner's own messages.
-func LastLines(s string, n int) string { return lastLines(s, n) }
-
-// lastLines shortens command output for a message: the first line (where
+// LastLines shortens command output for a message: the first line (where
 // flag parsers and most runtimes put the error) and the last n-1.
-func lastLines(s string, n int) string {
+func LastLines(s string, n int) string {
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
 		if strings.TrimSpace(l) != "" {
