@@ -493,7 +493,7 @@ func referenceCase(kind, line string) (string, error) {
 	if w.When != nil && len(w.When.Contexts) > 0 {
 		contexts = w.When.Contexts
 	}
-	if IsClientContext(contexts[0]) {
+	if _, ok := ClientContexts[contexts[0]]; ok {
 		requires += ", clients"
 	}
 	lists := map[string][]string{

@@ -88,12 +88,6 @@ func (c *Case) validateOnlyIn() error {
 	return nil
 }
 
-// IsClientContext reports whether cx is made by a real containerd.
-func IsClientContext(cx string) bool {
-	_, ok := ClientContexts[cx]
-	return ok
-}
-
 // validateClients holds a case with client contexts to what they support.
 func (c *Case) validateClients() error {
 	var cxs []ClientContext

@@ -120,7 +120,10 @@ func TestClientContextsWhen(t *testing.T) {
 	if _, err := Parse([]byte(doc)); err != nil {
 		t.Errorf("a step for host only was held to ctr's actions: %v", err)
 	}
-	if !IsClientContext("ctr") || IsClientContext("host") {
-		t.Error("IsClientContext wrong")
+	if _, ok := ClientContexts["ctr"]; !ok {
+		t.Error("ctr is a client context")
+	}
+	if _, ok := ClientContexts["host"]; ok {
+		t.Error("host is not a client context")
 	}
 }

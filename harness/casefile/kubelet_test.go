@@ -35,7 +35,7 @@ func TestKubeletStaticGood(t *testing.T) {
 	if !c.Steps[3].Check.KubeletSane {
 		t.Error("kubeletSane lost")
 	}
-	if !IsClientContext("kubelet-static") {
+	if _, ok := ClientContexts["kubelet-static"]; !ok {
 		t.Error("kubelet-static is a client context")
 	}
 }
