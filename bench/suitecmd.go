@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/runsc-cgroups/cgconform/base/proc"
-	"github.com/runsc-cgroups/cgconform/bench/vmbench"
 	"github.com/runsc-cgroups/cgconform/ci/vmimage"
 	"github.com/runsc-cgroups/cgconform/ci/vmrun"
 	"github.com/runsc-cgroups/cgconform/clients/build"
@@ -67,28 +66,42 @@ func vmDefaults(mode, args string, timeout time.Duration) (string, time.Duration
 	return args, timeout, nil
 }
 
+// suiteOpts are cgbench suite's flags.
+type suiteOpts struct {
+	out, hostArgs, vms, vmArgs, clients, accel, stock, patched, hostReport, matrixReport, docs string
+	host                                                                                       bool
+	vmTimeout                                                                                  time.Duration
+	vmMem, vmCPUs                                                                              int
+	kvm                                                                                        bool
+}
+
+// The VM image cache is the matrix's; how often the build machine's load
+// is sampled while a section runs.
+const (
+	vmCache     = "out/cache/vm"
+	sampleEvery = 30 * time.Second
+)
+
 // suite is make bench: cgbench on this host, then in a VM per -vm mode, and
 // one report of all of them.
 func suiteMain(args []string) int {
+	o := &suiteOpts{}
 	fs := flag.NewFlagSet("cgbench suite", flag.ExitOnError)
-	out := fs.String("out", "out/bench", "folder for the merged report.json and report.md; each host mode's run goes to a folder inside (host, vm-v2)")
-	host := fs.Bool("host", true, "measure this host")
-	hostArgs := fs.String("host-args", defaultHostArgs, "cgbench flags for this host's run, blank-separated")
-	vms := fs.String("vm", "v2", "cgroup modes to measure in a QEMU VM each, comma-separated (v1, hybrid, v2: the runsc-level scenarios; systemd-v2, systemd-v1: the CRI scenario); empty: none")
-	vmArgs := fs.String("vm-args", "", fmt.Sprintf("cgbench flags in the VMs, blank-separated (default: %q in the busybox modes, %q in the systemd modes)", defaultVMArgs, defaultCRIVMArgs))
-	vmTimeout := fs.Duration("vm-timeout", 0, fmt.Sprintf("time limit of each VM (default: %s in the busybox modes, %s in the systemd modes); cgbench in it gets -budget 10m less, to report before the limit", defaultVMTimeout, defaultCRIVMTimeout))
-	clientsDir := fs.String("clients", "bin", "folder of the clients the systemd modes need (make clients: containerd, crictl, both runsc shims)")
-	vmMem := fs.Int("vm-mem", 8192, "VM memory in MiB (64 sandboxes need about 4 GiB)")
-	vmCPUs := fs.Int("vm-cpus", 2, "vCPUs per VM")
-	accel := fs.String("accel", "auto", "kvm, tcg, or auto (kvm when /dev/kvm is usable)")
-	cache := fs.String("cache", "out/cache/vm", "the matrix's image cache (kernel, busybox initramfs)")
-	kernelPkg := fs.String("kernel-pkg", vmimage.DefaultKernelPkg, "Debian kernel package the VMs boot")
-	stock := fs.String("stock", "bin/runsc-stock", "baseline runsc")
-	patched := fs.String("patched", "bin/runsc-patched", "candidate runsc (the series applied)")
-	hostReport := fs.String("conformance-report", "out/conformance/report.json", "harness report of this host, for the conformance wall times")
-	matrixReport := fs.String("matrix-report", "out/matrix/report.json", "VM matrix report, for the conformance wall times")
-	docs := fs.String("docs", "", "also update this markdown file (docs/BENCHMARKS.md) between its cgbench markers")
-	every := fs.Duration("sample", 30*time.Second, "how often to sample the build machine's load")
+	fs.StringVar(&o.out, "out", "out/bench", "folder for the merged report.json and report.md; each host mode's run goes to a folder inside (host, vm-v2)")
+	fs.BoolVar(&o.host, "host", true, "measure this host")
+	fs.StringVar(&o.hostArgs, "host-args", defaultHostArgs, "cgbench flags for this host's run, blank-separated")
+	fs.StringVar(&o.vms, "vm", "v2", "cgroup modes to measure in a QEMU VM each, comma-separated (v1, hybrid, v2: the runsc-level scenarios; systemd-v2, systemd-v1: the CRI scenario); empty: none")
+	fs.StringVar(&o.vmArgs, "vm-args", "", fmt.Sprintf("cgbench flags in the VMs, blank-separated (default: %q in the busybox modes, %q in the systemd modes)", defaultVMArgs, defaultCRIVMArgs))
+	fs.DurationVar(&o.vmTimeout, "vm-timeout", 0, fmt.Sprintf("time limit of each VM (default: %s in the busybox modes, %s in the systemd modes); cgbench in it gets -budget 10m less, to report before the limit", defaultVMTimeout, defaultCRIVMTimeout))
+	fs.StringVar(&o.clients, "clients", "bin", "folder of the clients the systemd modes need (make clients: containerd, crictl, both runsc shims)")
+	fs.IntVar(&o.vmMem, "vm-mem", 8192, "VM memory in MiB (64 sandboxes need about 4 GiB)")
+	fs.IntVar(&o.vmCPUs, "vm-cpus", 2, "vCPUs per VM")
+	fs.StringVar(&o.accel, "accel", "auto", "kvm, tcg, or auto (kvm when /dev/kvm is usable)")
+	fs.StringVar(&o.stock, "stock", "bin/runsc-stock", "baseline runsc")
+	fs.StringVar(&o.patched, "patched", "bin/runsc-patched", "candidate runsc (the series applied)")
+	fs.StringVar(&o.hostReport, "conformance-report", "out/conformance/report.json", "harness report of this host, for the conformance wall times")
+	fs.StringVar(&o.matrixReport, "matrix-report", "out/matrix/report.json", "VM matrix report, for the conformance wall times")
+	fs.StringVar(&o.docs, "docs", "", "also update this markdown file (docs/BENCHMARKS.md) between its cgbench markers")
 	fs.Parse(args)
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "cgbench suite: unexpected arguments %q; see -help\n", fs.Args())
@@ -97,23 +110,19 @@ func suiteMain(args []string) int {
 	if os.Geteuid() != 0 {
 		return failed("cgbench suite", errors.New("needs root (runsc, cgroups and the VM's disks): run it as root, e.g. sudo make bench"))
 	}
-	kvm, err := vmrun.UseKVM(*accel)
-	if err != nil {
+	var err error
+	if o.kvm, err = vmrun.UseKVM(o.accel); err != nil {
 		return failed("cgbench suite", err)
 	}
-	outDir, err := filepath.Abs(*out)
-	if err != nil {
-		return failed("cgbench suite", err)
-	}
-	for _, p := range []*string{stock, patched, cache} {
+	for _, p := range []*string{&o.out, &o.stock, &o.patched} {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return failed("cgbench suite", err)
 		}
 	}
 	// Every section measures the same two files, even if make runsc
 	// replaces bin/ meanwhile: copies, with their build stamps.
-	for _, b := range []*string{stock, patched} {
-		cp := filepath.Join(outDir, "bin", filepath.Base(*b))
+	for _, b := range []*string{&o.stock, &o.patched} {
+		cp := filepath.Join(o.out, "bin", filepath.Base(*b))
 		if err := copyExec(*b, cp); err != nil {
 			return failed("cgbench suite", fmt.Errorf("copying %s for the run (build both with make runsc): %w", *b, err))
 		}
@@ -122,26 +131,26 @@ func suiteMain(args []string) int {
 		}
 		*b = cp
 	}
-	modes := splitList(*vms)
+	modes := splitList(o.vms)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	s := &Suite{Schema: SuiteSchema, Started: time.Now().UTC(), Command: commandLine(append([]string{"suite"}, args...))}
 	steps := len(modes)
-	if *host {
+	if o.host {
 		steps++
 	}
 	step := 0
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "cgbench suite: [%d/%d] "+format+"\n", append([]any{step, steps}, args...)...)
 	}
-	if *host {
+	if o.host {
 		step++
-		dir := filepath.Join(outDir, "host")
-		logf("this host: cgbench %s -out %s", *hostArgs, dir)
-		stopSampler := startSampler(*every)
+		dir := filepath.Join(o.out, "host")
+		logf("this host: cgbench %s -out %s", o.hostArgs, dir)
+		stopSampler := startSampler(sampleEvery)
 		start := time.Now()
-		code := measureMain(append(strings.Fields(*hostArgs), "-out", dir, "-stock", *stock, "-patched", *patched,
+		code := measureMain(append(strings.Fields(o.hostArgs), "-out", dir, "-stock", o.stock, "-patched", o.patched,
 			"-conformance-report=", "-matrix-report="))
 		sec := Section{Name: "host", Title: "This host", Dir: dir, Exit: code, Seconds: time.Since(start).Seconds(),
 			HostLoad: stopSampler(runtime.NumCPU())}
@@ -158,76 +167,50 @@ func suiteMain(args []string) int {
 		if ctx.Err() != nil {
 			break
 		}
-		args, limit, err := vmDefaults(mode, *vmArgs, *vmTimeout)
+		args, limit, err := vmDefaults(mode, o.vmArgs, o.vmTimeout)
 		if err != nil {
 			return failed("cgbench suite", err)
 		}
-		o := vmbench.Options{
-			Mode: mode, CacheDir: *cache, KernelPkg: *kernelPkg, Dir: filepath.Join(outDir, "vm-"+mode),
-			Stock: *stock, Patched: *patched, Args: strings.Fields(args),
-			CPUs: *vmCPUs, MemoryMiB: *vmMem, KVM: kvm, ProbeKVM: *accel != "kvm", Timeout: limit, Log: os.Stderr,
-		}
+		var bins map[string]string
 		if m, _ := vmimage.ModeByName(mode); m.Base == vmimage.BaseSystemd {
-			if o.Clients, err = clientBins(*clientsDir); err != nil {
+			if bins, err = clientBins(o.clients); err != nil {
 				return failed("cgbench suite", err)
 			}
 		}
-		s.Sections = append(s.Sections, runVM(ctx, o, *every, logf))
+		sec := Section{Name: "vm-" + mode, Title: fmt.Sprintf("cgroup %s VM", mode), Where: "QEMU VM, mode " + mode, Dir: filepath.Join(o.out, "vm-"+mode), Exit: -1}
+		logf("%s VM: cgbench %s", mode, args)
+		stopSampler := startSampler(sampleEvery)
+		start := time.Now()
+		if err := runVM(ctx, o, mode, strings.Fields(args), limit, bins, &sec); err != nil {
+			sec.Problem = err.Error()
+			logf("%s VM: %v", mode, err)
+		}
+		sec.Seconds = time.Since(start).Seconds()
+		sec.HostLoad = stopSampler(runtime.NumCPU())
+		logf("%s VM: done in %s, cgbench exit %d", mode, time.Since(start).Round(time.Second), sec.Exit)
+		s.Sections = append(s.Sections, sec)
 	}
 	if err := ctx.Err(); err != nil {
 		s.Sections = append(s.Sections, Section{Name: "interrupted", Title: "Interrupted", Exit: -1, Problem: "the suite was interrupted: " + err.Error()})
 	}
-	s.Conformance = ConformanceWalls(*hostReport, *matrixReport)
+	s.Conformance = ConformanceWalls(o.hostReport, o.matrixReport)
 	s.Finished = time.Now().UTC()
 	s.Evaluate()
 	md := markdown(fmt.Sprintf("# cgbench: runsc-patched vs runsc-stock, per host mode\n\nReproduce: `make bench` (`%s`), as root.\n\n", s.Command), s.Markdown)
-	err = writeOut(outDir, s, md)
-	if err == nil && *docs != "" {
-		err = updateSuiteDocs(s, *docs)
+	err = writeOut(o.out, s, md)
+	if err == nil && o.docs != "" {
+		err = updateSuiteDocs(s, o.docs)
 	}
 	if err != nil {
 		return failed("cgbench suite", err)
 	}
 	os.Stdout.WriteString(md)
 	if bad := s.Failures(); len(bad) > 0 {
-		fmt.Fprintf(os.Stderr, "cgbench suite: %d failure(s), see %s/report.md:\n  %s\n", len(bad), outDir, strings.Join(bad, "\n  "))
+		fmt.Fprintf(os.Stderr, "cgbench suite: %d failure(s), see %s/report.md:\n  %s\n", len(bad), o.out, strings.Join(bad, "\n  "))
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "cgbench suite: wrote %s/report.{json,md} in %s\n", outDir, s.Finished.Sub(s.Started).Round(time.Second))
+	fmt.Fprintf(os.Stderr, "cgbench suite: wrote %s/report.{json,md} in %s\n", o.out, s.Finished.Sub(s.Started).Round(time.Second))
 	return 0
-}
-
-// runVM measures one VM mode; whatever goes wrong becomes the section's
-// Problem.
-func runVM(ctx context.Context, o vmbench.Options, every time.Duration, logf func(string, ...any)) Section {
-	sec := Section{Name: "vm-" + o.Mode, Title: fmt.Sprintf("cgroup %s VM", o.Mode), Where: "QEMU VM, mode " + o.Mode, Dir: o.Dir, Exit: -1}
-	exe, err := os.Executable()
-	if err != nil {
-		sec.Problem = err.Error()
-		return sec
-	}
-	o.Cgbench = exe
-	logf("%s VM: cgbench %s", o.Mode, strings.Join(o.Args, " "))
-	stopSampler := startSampler(every)
-	start := time.Now()
-	res, err := vmbench.Run(ctx, o)
-	sec.Seconds = time.Since(start).Seconds()
-	sec.HostLoad = stopSampler(runtime.NumCPU())
-	if err != nil {
-		sec.Problem = err.Error()
-		logf("%s VM: %v", o.Mode, err)
-		return sec
-	}
-	sec.Where, sec.Exit, sec.BootSeconds, sec.Problem = res.Where, res.Exit, res.Boot.Seconds(), res.Problem
-	if res.Report != nil {
-		if r, err := ReadReport(res.Report); err != nil {
-			sec.Problem = strings.TrimSpace(sec.Problem + "\nthe VM's report.json is unreadable: " + err.Error())
-		} else {
-			sec.Report = r
-		}
-	}
-	logf("%s VM: done in %s, cgbench exit %d", o.Mode, time.Since(start).Round(time.Second), res.Exit)
-	return sec
 }
 
 // clientBins are the clients of dir for a VM's payload, by name: all but

@@ -1,4 +1,4 @@
-package vmbench
+package bench
 
 import (
 	"os"
@@ -15,7 +15,7 @@ import (
 // hold: run it with a stand-in cgbench that prints its arguments.
 func TestCommandPassesArgsThroughSh(t *testing.T) {
 	args := []string{"-pairs", "20", "-variants", "control,nested", "-docs", "a b", "-x", `it's "quoted" $HOME`, "-e="}
-	script := Command(args)
+	script := vmCommand(args)
 	dir := t.TempDir()
 	fake := filepath.Join(dir, "cgbench")
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\necho warn >&2\nexit 3\n"), 0o755); err != nil {
@@ -59,7 +59,7 @@ func TestWithBudget(t *testing.T) {
 		{"its own budget wins, two words", []string{"-budget", "5m"}, time.Hour, []string{"-budget", "5m"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, WithBudget(tc.args, tc.limit)); diff != "" {
+			if diff := cmp.Diff(tc.want, withBudget(tc.args, tc.limit)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -69,28 +69,29 @@ func TestWithBudget(t *testing.T) {
 func TestCheckStatic(t *testing.T) {
 	notELF := filepath.Join(t.TempDir(), "script")
 	os.WriteFile(notELF, []byte("#!/bin/sh\n"), 0o755)
-	if err := CheckStatic(notELF); err == nil || !strings.Contains(err.Error(), "not an ELF") {
-		t.Errorf("CheckStatic(script) = %v", err)
+	if err := checkStatic(notELF); err == nil || !strings.Contains(err.Error(), "not an ELF") {
+		t.Errorf("checkStatic(script) = %v", err)
 	}
 	// /bin/sh is dynamically linked on every Debian.
 	if sh, err := filepath.EvalSymlinks("/bin/sh"); err == nil {
-		if err := CheckStatic(sh); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
-			t.Errorf("CheckStatic(%s) = %v, want a dynamic-linking error", sh, err)
+		if err := checkStatic(sh); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+			t.Errorf("checkStatic(%s) = %v, want a dynamic-linking error", sh, err)
 		}
 	}
 	if bb, err := exec.LookPath("busybox"); err == nil {
-		if err := CheckStatic(bb); err != nil {
-			t.Errorf("CheckStatic(%s), a static busybox: %v", bb, err)
+		if err := checkStatic(bb); err != nil {
+			t.Errorf("checkStatic(%s), a static busybox: %v", bb, err)
 		}
 	}
 }
 
-func TestRunNeedsClientsInSystemdModes(t *testing.T) {
-	_, err := Run(t.Context(), Options{Mode: "systemd-v2", Dir: t.TempDir()})
+func TestRunVMNeedsClientsInSystemdModes(t *testing.T) {
+	sec := &Section{Dir: t.TempDir()}
+	err := runVM(t.Context(), &suiteOpts{}, "systemd-v2", nil, time.Minute, nil, sec)
 	if err == nil || !strings.Contains(err.Error(), "make clients") {
-		t.Errorf("Run(systemd-v2) without the clients = %v", err)
+		t.Errorf("runVM(systemd-v2) without the clients = %v", err)
 	}
-	if _, err := Run(t.Context(), Options{Mode: "v3"}); err == nil {
-		t.Error("Run accepted an unknown mode")
+	if err := runVM(t.Context(), &suiteOpts{}, "v3", nil, time.Minute, nil, sec); err == nil {
+		t.Error("runVM accepted an unknown mode")
 	}
 }
