@@ -29,6 +29,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,60 +76,58 @@ type plan struct {
 	Ns            []int
 	Reps          int
 	ParallelStock bool
-	Only          map[string]bool
-	Variants      map[string]bool
+	Only          []string
+	Variants      []string
 	// Busybox is the static busybox of the rootfs and the CRI image.
 	Busybox string
 	// CRI is the CRI scenario's setup (with "cri" in Only).
-	CRI *CRIOptions
+	CRI CRIOptions
 	// Deadline (from -budget) stops the worker; what it measured until
 	// then is reported, and the run fails.
 	Deadline time.Time
 }
 
 func measureMain(args []string) int {
+	p := &plan{}
+	o := &p.CRI
 	fs := flag.NewFlagSet("cgbench", flag.ExitOnError)
 	out := fs.String("out", "out/bench", "folder for report.json, report.md and the runtime logs")
 	stock := fs.String("stock", "bin/runsc-stock", "baseline runsc")
 	patched := fs.String("patched", "bin/runsc-patched", "candidate runsc (the series applied)")
-	pairs := fs.Int("pairs", 20, "interleaved pairs per ratio (at least 20 for a report)")
+	fs.IntVar(&p.Pairs, "pairs", 20, "interleaved pairs per ratio (at least 20 for a report)")
 	nsFlag := fs.String("parallel", "1,8,32,64", "sandbox counts started at once")
-	reps := fs.Int("parallel-reps", 3, "rounds of the parallel sweep")
-	withStock := fs.Bool("parallel-stock", true, "run stock (default mode) in the parallel sweep too, as a reference")
+	fs.IntVar(&p.Reps, "parallel-reps", 3, "rounds of the parallel sweep")
+	fs.BoolVar(&p.ParallelStock, "parallel-stock", true, "run stock (default mode) in the parallel sweep too, as a reference")
 	only := fs.String("only", "startup,collision,parallel", "scenarios to run: startup, collision, parallel, cri (CRI pods through containerd, not by default: it needs the clients and runs in the systemd VMs)")
 	variants := fs.String("variants", "control,default,default-empty-path,nested", "create+start+delete variants to run")
-	busybox := fs.String("busybox", "/usr/bin/busybox", "static busybox for the sandbox rootfs")
+	fs.StringVar(&p.Busybox, "busybox", "/usr/bin/busybox", "static busybox for the sandbox rootfs")
 	timeout := fs.Duration("timeout", 2*time.Minute, "limit for one runtime command")
 	keepLogs := fs.Bool("keep-logs", false, "keep stdout/stderr of runtime commands that succeeded")
-	docs := fs.String("docs", "", "also update this markdown file (e.g. docs/BENCHMARKS.md) between its cgbench markers")
-	section := fs.String("docs-section", "host", "which marked section of -docs to replace")
 	hostReport := fs.String("conformance-report", "out/conformance/report.json", "harness report of this host (empty: leave the conformance table out)")
 	matrixReport := fs.String("matrix-report", "out/matrix/report.json", "VM matrix report (empty: leave it out)")
 	budget := fs.Duration("budget", 0, "stop measuring after this long, report what was measured and exit 1 (0: no limit)")
 	strict := fs.Bool("strict", false, "exit 1 when a target is missed, too")
-	criOpts := CRIOptions{}
-	fs.StringVar(&criOpts.BinDir, "clients", "", "folder of the clients for -only cri (make clients: containerd, crictl, both runsc shims); default: the folder of -patched")
-	fs.StringVar(&criOpts.Runc, "runc", "", "runc of containerd's default CRI handler (default: runc in PATH)")
+	fs.StringVar(&o.BinDir, "clients", "", "folder of the clients for -only cri (make clients: containerd, crictl, both runsc shims); default: the folder of -patched")
+	fs.StringVar(&o.Runc, "runc", "", "runc of containerd's default CRI handler (default: runc in PATH)")
 	criDrivers := fs.String("cri-drivers", "cgroupfs,systemd", "cgroup drivers of the CRI scenario (containerd's SystemdCgroup false, true)")
 	criLoads := fs.String("cri-loads", "quiet,loaded", "load conditions of the CRI scenario: quiet, loaded (with -cri-spinners CPU spinners)")
-	fs.IntVar(&criOpts.Spinners, "cri-spinners", 2*runtime.NumCPU(), "CPU spinners of the CRI scenario's load generator")
-	fs.IntVar(&criOpts.MaxFailures, "cri-max-failures", 3, "failed pod lifecycles a CRI cell reports and replaces before it stops")
-	fs.IntVar(&criOpts.Attempts, "cri-attempts", 10, "calls a failing StopPodSandbox or RemovePodSandbox gets (retried at once, as the kubelet retries a failed pod stop), counted in the phase's time")
-	fs.IntVar(&criOpts.Warmup, "cri-warmup", 1, "untimed pod lifecycles per handler before a driver's first cell")
-	fs.DurationVar(&criOpts.Settle, "cri-settle", 30*time.Second, "how long a removed pod's processes and cgroups may take to go before that is a leak")
-	fs.BoolVar(&criOpts.Debug, "cri-debug", false, "runsc --debug and containerd's debug log; keep the logs of each cell's slowest StopPodSandbox and of failed pods")
-	fs.BoolVar(&criOpts.Throwaway, "throwaway", false, "this host is a throw-away VM: the CRI scenario's systemd driver may make kubepods.slice at the root of its hierarchies")
-	rootCtrls := fs.Bool("enable-root-controllers", false, "cgroup v2 only, for a throw-away VM: enable every controller in the root's cgroup.subtree_control first")
+	fs.IntVar(&o.Spinners, "cri-spinners", 2*runtime.NumCPU(), "CPU spinners of the CRI scenario's load generator")
+	fs.IntVar(&o.MaxFailures, "cri-max-failures", 3, "failed pod lifecycles a CRI cell reports and replaces before it stops")
+	fs.IntVar(&o.Attempts, "cri-attempts", 10, "calls a failing StopPodSandbox or RemovePodSandbox gets (retried at once, as the kubelet retries a failed pod stop), counted in the phase's time")
+	fs.IntVar(&o.Warmup, "cri-warmup", 1, "untimed pod lifecycles per handler before a driver's first cell")
+	fs.DurationVar(&o.Settle, "cri-settle", 30*time.Second, "how long a removed pod's processes and cgroups may take to go before that is a leak")
+	fs.BoolVar(&o.Debug, "cri-debug", false, "runsc --debug and containerd's debug log; keep the logs of each cell's slowest StopPodSandbox and of failed pods")
+	fs.BoolVar(&o.Throwaway, "throwaway", false, "this host is a throw-away VM: the CRI scenario's systemd driver may make kubepods.slice at the root of its hierarchies")
 	fs.Parse(args)
 
 	if os.Geteuid() != 0 {
 		return failed("cgbench", errors.New("needs root (runsc and cgroups): run it as root, e.g. sudo make bench"))
 	}
-	if *pairs < 20 {
-		fmt.Fprintf(os.Stderr, "cgbench: warning: -pairs %d is below the 20 a report needs\n", *pairs)
+	if p.Pairs < 20 {
+		fmt.Fprintf(os.Stderr, "cgbench: warning: -pairs %d is below the 20 a report needs\n", p.Pairs)
 	}
-	ns, err := parseNs(*nsFlag)
-	if err != nil {
+	var err error
+	if p.Ns, err = parseNs(*nsFlag); err != nil {
 		return failed("cgbench", err)
 	}
 	outDir, err := filepath.Abs(*out)
@@ -139,23 +138,22 @@ func measureMain(args []string) int {
 	rep.Machine = machine()
 	rep.Machine.LoadBefore = loadavg()
 
-	p := &plan{Pairs: *pairs, Ns: ns, Reps: *reps, ParallelStock: *withStock, Only: set(*only), Variants: set(*variants), Busybox: *busybox}
+	p.Only, p.Variants = splitList(*only), splitList(*variants)
 	if *budget > 0 {
 		p.Deadline = time.Now().Add(*budget)
 	}
-	if p.Only["cri"] {
-		criOpts.Drivers, criOpts.Loads = splitList(*criDrivers), splitList(*criLoads)
-		if err := checkCRILists(criOpts.Drivers, criOpts.Loads); err != nil {
+	if slices.Contains(p.Only, "cri") {
+		o.Drivers, o.Loads = splitList(*criDrivers), splitList(*criLoads)
+		if err := checkCRILists(o.Drivers, o.Loads); err != nil {
 			return failed("cgbench", err)
 		}
-		criOpts.Limit = *timeout
-		if criOpts.BinDir == "" {
-			criOpts.BinDir = filepath.Dir(*patched)
+		o.Limit = *timeout
+		if o.BinDir == "" {
+			o.BinDir = filepath.Dir(*patched)
 		}
-		if criOpts.BinDir, err = filepath.Abs(criOpts.BinDir); err != nil {
+		if o.BinDir, err = filepath.Abs(o.BinDir); err != nil {
 			return failed("cgbench", err)
 		}
-		p.CRI = &criOpts
 	}
 	p.RunID = fmt.Sprintf("cgb%d", os.Getpid())
 	work := filepath.Join(outDir, "work-"+p.RunID)
@@ -197,7 +195,7 @@ func measureMain(args []string) int {
 		rep.Binaries = append(rep.Binaries, bin)
 	}
 	rep.Identical = rep.Binaries[0].SHA256 == rep.Binaries[1].SHA256
-	if p.Rootfs, err = MakeRootfs(work, *busybox); err != nil {
+	if p.Rootfs, err = MakeRootfs(work, p.Busybox); err != nil {
 		return failed("cgbench", err)
 	}
 
@@ -211,13 +209,6 @@ func measureMain(args []string) int {
 			"%s host, runsc works on cgroup v1 here: --nested-cgroups keeps v1's placement (beneath the caller in each controller), so the nested rows measure what the flag costs, not v2 delegation; those numbers need a cgroup v2 host (the VM run)", rep.Machine.CgroupMode))
 	}
 	p.Host = host
-	if *rootCtrls && rep.Machine.CgroupMode == mode.V2 {
-		for _, h := range host.Hierarchies {
-			if on := cgroupfs.EnableControllers(h.Mount); h.V2 {
-				rep.Machine.Notes = append(rep.Machine.Notes, fmt.Sprintf("-enable-root-controllers: %s enabled in %s/cgroup.subtree_control", strings.Join(on, " "), h.Mount))
-			}
-		}
-	}
 	tree := &cgroupfs.Tree{Host: host, Root: "/cgbench-" + strconv.Itoa(os.Getpid())}
 	if err := tree.Create(); err != nil {
 		return failed("cgbench", err)
@@ -264,11 +255,7 @@ func measureMain(args []string) int {
 	rep.Machine.LoadAfter = loadavg()
 	rep.Finished = time.Now().UTC()
 	rep.Evaluate()
-	err = writeOut(outDir, rep, markdown(fmt.Sprintf("# cgbench: runsc-patched vs runsc-stock\n\nReproduce: `%s`\n\n", rep.Command), rep.Markdown))
-	if err == nil && *docs != "" {
-		err = updateDocs(rep, *docs, *section)
-	}
-	if err != nil {
+	if err := writeOut(outDir, rep, markdown(fmt.Sprintf("# cgbench: runsc-patched vs runsc-stock\n\nReproduce: `%s`\n\n", rep.Command), rep.Markdown)); err != nil {
 		return failed("cgbench", err)
 	}
 	rep.Markdown(os.Stdout)
@@ -400,11 +387,11 @@ func workerMain(args []string) int {
 	// into a leaf of its cgroup, which would change where stock's relative
 	// paths land for every run after it.
 	startup := func(nested bool) {
-		if !p.Only["startup"] {
+		if !slices.Contains(p.Only, "startup") {
 			return
 		}
 		for _, v := range env.StartupVariants() {
-			if ctx.Err() != nil || (len(v.Candidate.Flags) > 0) != nested || !p.Variants[v.Name] {
+			if ctx.Err() != nil || (len(v.Candidate.Flags) > 0) != nested || !slices.Contains(p.Variants, v.Name) {
 				continue
 			}
 			r := env.Startup(ctx, v, p.Pairs)
@@ -417,7 +404,7 @@ func workerMain(args []string) int {
 		}
 	}
 	startup(false)
-	if p.Only["collision"] && ctx.Err() == nil {
+	if slices.Contains(p.Only, "collision") && ctx.Err() == nil {
 		c := env.Collision(ctx, p.Pairs)
 		if c.Error != "" {
 			res.Errors = append(res.Errors, "collision: "+c.Error)
@@ -436,7 +423,7 @@ func workerMain(args []string) int {
 		res.Collision = &c
 		save()
 	}
-	if p.Only["cri"] && ctx.Err() == nil && p.CRI != nil {
+	if slices.Contains(p.Only, "cri") && ctx.Err() == nil {
 		r := runCRI(ctx, &p, &cgroupfs.Tree{Host: p.Host, Root: p.TreeRoot}, os.Stderr)
 		if r.Error != "" {
 			res.Errors = append(res.Errors, "cri: "+r.Error)
@@ -450,7 +437,7 @@ func workerMain(args []string) int {
 		save()
 	}
 	startup(true)
-	if p.Only["parallel"] && ctx.Err() == nil {
+	if slices.Contains(p.Only, "parallel") && ctx.Err() == nil {
 		pr := env.Parallel(ctx, p.Ns, p.Reps, p.ParallelStock)
 		if pr.Error != "" {
 			res.Errors = append(res.Errors, "parallel: "+pr.Error)
@@ -585,15 +572,6 @@ func splitList(s string) []string {
 	return out
 }
 
-// set is a comma-separated flag value as a set.
-func set(s string) map[string]bool {
-	m := map[string]bool{}
-	for _, f := range splitList(s) {
-		m[f] = true
-	}
-	return m
-}
-
 func parseNs(s string) ([]int, error) {
 	var ns []int
 	for _, f := range strings.Split(s, ",") {
@@ -677,10 +655,7 @@ func loadavg() string {
 		return "unknown"
 	}
 	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return strings.TrimSpace(string(data))
-	}
-	return strings.Join(f[:3], " ")
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 // stamp is the build stamp cmd/build-runsc leaves next to a binary, on one

@@ -157,7 +157,7 @@ func phaseNames(ps []Phase) string {
 // with two runsc handlers (stock and patched, each its tree's shim and the
 // runsc measured elsewhere in this run), in the test tree.
 func runCRI(ctx context.Context, p *plan, tree *cgroupfs.Tree, log io.Writer) CRIResult {
-	o := p.CRI
+	o := &p.CRI
 	bins, err := build.Find(o.BinDir)
 	if err != nil {
 		return CRIResult{Error: "the clients: " + err.Error()}
