@@ -292,12 +292,8 @@ func runWorker(ctx context.Context, p *plan, planFile, resultFile string) (*Repo
 	if err != nil {
 		return nil, err
 	}
-	args := []string{runner.HelperCommand}
-	for _, h := range p.Host.Hierarchies {
-		args = append(args, "--join", h.Dir(path.Join(p.TreeRoot, callerDir)))
-	}
-	args = append(args, "--", self, "worker", "-plan", planFile, "-result", resultFile)
-	cmd := exec.Command(self, args...)
+	args := inCgroup(self, p.Host, path.Join(p.TreeRoot, callerDir), self, "worker", "-plan", planFile, "-result", resultFile)
+	cmd := exec.Command(args[0], args[1:]...)
 	// The worker's progress goes to our stderr; runtimes never see it.
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -382,12 +383,12 @@ func checkCRILists(drivers, loads []string) error {
 		return fmt.Errorf("-cri-drivers and -cri-loads need at least one value each")
 	}
 	for _, d := range drivers {
-		if d != "cgroupfs" && d != "systemd" {
+		if !slices.Contains([]string{"cgroupfs", "systemd"}, d) {
 			return fmt.Errorf("-cri-drivers: unknown driver %q (cgroupfs, systemd)", d)
 		}
 	}
 	for _, l := range loads {
-		if l != LoadQuiet && l != LoadLoaded {
+		if !slices.Contains([]string{LoadQuiet, LoadLoaded}, l) {
 			return fmt.Errorf("-cri-loads: unknown load %q (%s, %s)", l, LoadQuiet, LoadLoaded)
 		}
 	}

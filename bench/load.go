@@ -41,14 +41,15 @@ func SpinnerDescription(n int, cgroup string) string {
 		n, SpinCommand, cgroup)
 }
 
-// SpinnerArgs is the command line of one spinner: cgbench joins the
-// cgroups first (exec-in-cgroup), then becomes the spinner (same PID).
-func SpinnerArgs(self string, dirs []string) []string {
+// inCgroup is the command line that runs argv in the cgroup rel of every
+// hierarchy of host: self (cgbench) joins them (exec-in-cgroup), then
+// becomes argv (same PID), so that argv runs nothing outside them.
+func inCgroup(self string, host *cgroupfs.Host, rel string, argv ...string) []string {
 	args := []string{self, runner.HelperCommand}
-	for _, d := range dirs {
-		args = append(args, "--join", d)
+	for _, h := range host.Hierarchies {
+		args = append(args, "--join", h.Dir(rel))
 	}
-	return append(args, "--", self, SpinCommand)
+	return append(append(args, "--"), argv...)
 }
 
 // Spinners is a running load generator.
@@ -72,11 +73,7 @@ func StartSpinners(tree *cgroupfs.Tree, n int) (*Spinners, error) {
 	if err := tree.Mkdir(s.rel); err != nil {
 		return nil, err
 	}
-	var dirs []string
-	for _, h := range tree.Host.Hierarchies {
-		dirs = append(dirs, h.Dir(s.rel))
-	}
-	args := SpinnerArgs(self, dirs)
+	args := inCgroup(self, tree.Host, s.rel, self, SpinCommand)
 	for i := 0; i < n; i++ {
 		cmd := exec.Command(args[0], args[1:]...)
 		if err := cmd.Start(); err != nil {

@@ -30,11 +30,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func TestSpinnerArgs(t *testing.T) {
-	got := SpinnerArgs("/x/cgbench", []string{"/sys/fs/cgroup/memory/t/load", "/sys/fs/cgroup/cpu/t/load"})
+func TestInCgroup(t *testing.T) {
+	host := &cgroupfs.Host{Hierarchies: []cgroupfs.Hierarchy{{Mount: "/sys/fs/cgroup/memory"}, {Mount: "/sys/fs/cgroup/cpu"}}}
+	got := inCgroup("/x/cgbench", host, "/t/load", "/x/cgbench", SpinCommand)
 	want := []string{"/x/cgbench", "exec-in-cgroup", "--join", "/sys/fs/cgroup/memory/t/load", "--join", "/sys/fs/cgroup/cpu/t/load", "--", "/x/cgbench", "spin"}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("SpinnerArgs (-want +got):\n%s", diff)
+		t.Errorf("inCgroup (-want +got):\n%s", diff)
 	}
 	if d := SpinnerDescription(4, "/t/load"); !strings.Contains(d, "4 CPU spinners") || !strings.Contains(d, "/t/load") {
 		t.Errorf("description %q", d)

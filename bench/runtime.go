@@ -76,17 +76,13 @@ const stderrTail = 2048
 // Run runs rt with args and returns how long it took. A non-zero exit, a
 // failure to start or a timeout is a *RunError, never a timing.
 func (r *Runner) Run(ctx context.Context, rt Runtime, args ...string) (Result, error) {
-	res, _, _, err := r.run(ctx, rt, false, args)
+	res, _, _, err := r.Output(ctx, rt, args...)
 	return res, err
 }
 
 // Output is Run that also returns what the command wrote to stdout and
 // stderr.
-func (r *Runner) Output(ctx context.Context, rt Runtime, args ...string) (res Result, stdout, stderr []byte, err error) {
-	return r.run(ctx, rt, true, args)
-}
-
-func (r *Runner) run(ctx context.Context, rt Runtime, wantOut bool, args []string) (Result, []byte, []byte, error) {
+func (r *Runner) Output(ctx context.Context, rt Runtime, args ...string) (Result, []byte, []byte, error) {
 	full := append(append([]string(nil), rt.Flags...), args...)
 	res := Result{Args: full, Exit: -1}
 	n := r.seq.Add(1)
@@ -135,11 +131,8 @@ func (r *Runner) run(ctx context.Context, rt Runtime, wantOut bool, args []strin
 		res.Exit = ps.ExitCode()
 		res.CPUSeconds = (ps.UserTime() + ps.SystemTime()).Seconds()
 	}
-	var out, errOut []byte
-	if wantOut {
-		out, _ = os.ReadFile(base + ".out")
-		errOut, _ = os.ReadFile(base + ".err")
-	}
+	out, _ := os.ReadFile(base + ".out")
+	errOut, _ := os.ReadFile(base + ".err")
 	if err == nil {
 		if !r.KeepLogs {
 			os.Remove(base + ".out")
@@ -147,7 +140,7 @@ func (r *Runner) run(ctx context.Context, rt Runtime, wantOut bool, args []strin
 		}
 		return res, out, errOut, nil
 	}
-	res.Stderr = tail(base+".err", stderrTail)
+	res.Stderr = string(errOut[max(len(errOut)-stderrTail, 0):])
 	res.Log = base + ".err"
 	rerr := &RunError{Runtime: rt.Name, Result: res}
 	var exitErr *exec.ExitError
@@ -162,9 +155,4 @@ func (r *Runner) run(ctx context.Context, rt Runtime, wantOut bool, args []strin
 		rerr.Err = err
 	}
 	return rerr.Result, out, errOut, rerr
-}
-
-func tail(path string, n int) string {
-	b, _ := os.ReadFile(path)
-	return string(b[max(len(b)-n, 0):])
 }

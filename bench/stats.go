@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 )
 
 // Summary describes a sample: its median and how far it spreads.
@@ -40,7 +40,7 @@ func Quantile(xs []float64, q float64) (float64, error) {
 	if q < 0 || q > 1 || math.IsNaN(q) {
 		return 0, fmt.Errorf("quantile %v is outside [0,1]", q)
 	}
-	s := sorted(xs)
+	s := slices.Sorted(slices.Values(xs))
 	for _, x := range s {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return 0, fmt.Errorf("sample holds %v: a measurement was not taken", x)
@@ -68,7 +68,7 @@ func Summarize(xs []float64) (Summary, error) {
 	// Errors are impossible past the first call: same sample, valid q.
 	sum.Q1, _ = Quantile(xs, 0.25)
 	sum.Q3, _ = Quantile(xs, 0.75)
-	s := sorted(xs)
+	s := slices.Sorted(slices.Values(xs))
 	sum.N = len(s)
 	sum.IQR = sum.Q3 - sum.Q1
 	sum.Min, sum.Max = s[0], s[len(s)-1]
@@ -78,12 +78,6 @@ func Summarize(xs []float64) (Summary, error) {
 	}
 	sum.Mean = total / float64(len(s))
 	return sum, nil
-}
-
-func sorted(xs []float64) []float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	return s
 }
 
 // Interval bounds a median: [Lo, Hi] holds the true median with probability
@@ -109,7 +103,7 @@ func MedianInterval(xs []float64, conf float64) (Interval, error) {
 	if conf <= 0 || conf >= 1 || math.IsNaN(conf) {
 		return Interval{}, fmt.Errorf("confidence %v is outside (0,1)", conf)
 	}
-	s := sorted(xs)
+	s := slices.Sorted(slices.Values(xs))
 	alpha := (1 - conf) / 2
 	// tail is P(X <= j) for X ~ Binomial(n, 1/2), built up term by term.
 	k, tail, term := 0, 0.0, math.Pow(0.5, float64(n))
