@@ -39,6 +39,7 @@ import (
 	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/base/mode"
 	"github.com/runsc-cgroups/cgconform/base/mounts"
+	"github.com/runsc-cgroups/cgconform/base/ocispec"
 	"github.com/runsc-cgroups/cgconform/base/proc"
 	"github.com/runsc-cgroups/cgconform/harness/runner"
 	"github.com/runsc-cgroups/cgconform/runscbuild"
@@ -195,7 +196,9 @@ func measureMain(args []string) int {
 		rep.Binaries = append(rep.Binaries, bin)
 	}
 	rep.Identical = rep.Binaries[0].SHA256 == rep.Binaries[1].SHA256
-	if p.Rootfs, err = MakeRootfs(work, p.Busybox); err != nil {
+	// All bundles share the harness's busybox rootfs, read-only.
+	p.Rootfs = filepath.Join(work, "rootfs")
+	if err := ocispec.BuildRootfs(p.Rootfs, p.Busybox); err != nil {
 		return failed("cgbench", err)
 	}
 

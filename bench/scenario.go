@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/runsc-cgroups/cgconform/base/ocispec"
 )
 
 // Env is what the scenarios share.
@@ -102,6 +104,16 @@ func (e *Env) sandbox(ctx context.Context, rt Runtime, root, bundle, id string) 
 		return nil, err
 	}
 	return []Phase{{Name: "create", Seconds: cr.Seconds, CPUSeconds: cr.CPUSeconds}, {Name: "start", Seconds: st.Seconds, CPUSeconds: st.CPUSeconds}}, nil
+}
+
+// WriteBundle writes dir/config.json for a sandbox that sleeps until it is
+// deleted, on rootfs, in cgroupsPath ("" leaves the choice to the runtime):
+// the harness's base spec, as every case starts from.
+func WriteBundle(dir, rootfs, cgroupsPath string) error {
+	s := ocispec.Base(rootfs)
+	s.Process.Args = []string{"/bin/sleep", "3600"}
+	s.Linux.CgroupsPath = cgroupsPath
+	return ocispec.WriteBundle(dir, s)
 }
 
 // SandboxID names sandbox i of a group. The index has a fixed width:

@@ -144,23 +144,30 @@ func suiteMain(args []string) int {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "cgbench suite: [%d/%d] "+format+"\n", append([]any{step, steps}, args...)...)
 	}
+	// section runs one, timed, sampling the build machine's load meanwhile.
+	section := func(sec Section, what string, run func(*Section)) Section {
+		logf("%s", what)
+		stopSampler := startSampler(sampleEvery)
+		start := time.Now()
+		run(&sec)
+		sec.Seconds = time.Since(start).Seconds()
+		sec.HostLoad = stopSampler(runtime.NumCPU())
+		logf("%s: done in %s, cgbench exit %d", sec.Name, time.Since(start).Round(time.Second), sec.Exit)
+		return sec
+	}
 	if o.host {
 		step++
 		dir := filepath.Join(o.out, "host")
-		logf("this host: cgbench %s -out %s", o.hostArgs, dir)
-		stopSampler := startSampler(sampleEvery)
-		start := time.Now()
-		code := measureMain(append(strings.Fields(o.hostArgs), "-out", dir, "-stock", o.stock, "-patched", o.patched,
-			"-conformance-report=", "-matrix-report="))
-		sec := Section{Name: "host", Title: "This host", Dir: dir, Exit: code, Seconds: time.Since(start).Seconds(),
-			HostLoad: stopSampler(runtime.NumCPU())}
+		sec := section(Section{Name: "host", Title: "This host", Dir: dir}, fmt.Sprintf("this host: cgbench %s -out %s", o.hostArgs, dir), func(sec *Section) {
+			sec.Exit = measureMain(append(strings.Fields(o.hostArgs), "-out", dir, "-stock", o.stock, "-patched", o.patched,
+				"-conformance-report=", "-matrix-report="))
+		})
 		sec.Report, sec.Problem = readReport(filepath.Join(dir, "report.json"))
 		if r := sec.Report; r != nil {
 			sec.Title = fmt.Sprintf("This host (%s)", r.Machine.CgroupMode)
 			sec.Where = fmt.Sprintf("This machine, `%s`", r.Machine.Hostname)
 		}
 		s.Sections = append(s.Sections, sec)
-		logf("this host: done in %s, cgbench exit %d", time.Since(start).Round(time.Second), code)
 	}
 	for _, mode := range modes {
 		step++
@@ -178,17 +185,12 @@ func suiteMain(args []string) int {
 			}
 		}
 		sec := Section{Name: "vm-" + mode, Title: fmt.Sprintf("cgroup %s VM", mode), Where: "QEMU VM, mode " + mode, Dir: filepath.Join(o.out, "vm-"+mode), Exit: -1}
-		logf("%s VM: cgbench %s", mode, args)
-		stopSampler := startSampler(sampleEvery)
-		start := time.Now()
-		if err := runVM(ctx, o, mode, strings.Fields(args), limit, bins, &sec); err != nil {
-			sec.Problem = err.Error()
-			logf("%s VM: %v", mode, err)
-		}
-		sec.Seconds = time.Since(start).Seconds()
-		sec.HostLoad = stopSampler(runtime.NumCPU())
-		logf("%s VM: done in %s, cgbench exit %d", mode, time.Since(start).Round(time.Second), sec.Exit)
-		s.Sections = append(s.Sections, sec)
+		s.Sections = append(s.Sections, section(sec, fmt.Sprintf("%s VM: cgbench %s", mode, args), func(sec *Section) {
+			if err := runVM(ctx, o, mode, strings.Fields(args), limit, bins, sec); err != nil {
+				sec.Problem = err.Error()
+				logf("%s VM: %v", mode, err)
+			}
+		}))
 	}
 	if err := ctx.Err(); err != nil {
 		s.Sections = append(s.Sections, Section{Name: "interrupted", Title: "Interrupted", Exit: -1, Problem: "the suite was interrupted: " + err.Error()})
