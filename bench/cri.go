@@ -185,12 +185,10 @@ type Load interface {
 
 // CRIEnv runs the CRI scenario.
 type CRIEnv struct {
+	// CRIOptions are the cells (Drivers × Loads) and how each runs its
+	// pods (MaxFailures, Attempts, Warmup).
+	CRIOptions
 	Pairs int
-	// MaxFailures is how many failed lifecycles a cell tolerates (each is
-	// reported) before it stops.
-	MaxFailures int
-	Drivers     []string
-	Loads       []string
 	// Baseline and Candidate are the handler names.
 	Baseline, Candidate string
 	// Start starts a node with the driver (a private containerd); its
@@ -200,12 +198,6 @@ type CRIEnv struct {
 	Skip  func(driver string) string
 	// StartLoad starts the load generator of the loaded cells.
 	StartLoad func() (Load, error)
-	// Warmup lifecycles per handler before a driver's first cell, not
-	// timed (the first pod of a containerd pays for cold caches).
-	Warmup int
-	// Attempts bounds the calls of a StopPodSandbox or RemovePodSandbox
-	// that fails (PodLifecycle).
-	Attempts int
 	// After, when set, is called after each lifecycle (logs to keep).
 	After func(cell *CRICell, handler string, s Sample, err error)
 	Log   io.Writer

@@ -163,8 +163,8 @@ func TestCRIEnvRun(t *testing.T) {
 	var events []string
 	nodes := map[string]*fakeNode{}
 	e := &CRIEnv{
-		Pairs: 3, MaxFailures: 1, Warmup: 1,
-		Drivers: []string{"cgroupfs", "systemd"}, Loads: []string{LoadQuiet, LoadLoaded},
+		Pairs: 3, CRIOptions: CRIOptions{MaxFailures: 1, Warmup: 1,
+			Drivers: []string{"cgroupfs", "systemd"}, Loads: []string{LoadQuiet, LoadLoaded}},
 		Baseline: "stock", Candidate: "patched",
 		Skip: func(d string) string {
 			if d == "systemd" {
@@ -225,7 +225,7 @@ func TestCRIEnvRun(t *testing.T) {
 
 func TestCRIEnvCellFailures(t *testing.T) {
 	e := &CRIEnv{
-		Pairs: 2, MaxFailures: 1, Drivers: []string{"cgroupfs"}, Loads: []string{LoadQuiet},
+		Pairs: 2, CRIOptions: CRIOptions{MaxFailures: 1, Drivers: []string{"cgroupfs"}, Loads: []string{LoadQuiet}},
 		Baseline: "stock", Candidate: "patched",
 		Start: func(context.Context, string) (PodNode, func() []string, error) {
 			return &fakeNode{secs: map[string]map[string]float64{"stock": phaseTimes(1, 1, 1, 1, 1), "patched": phaseTimes(1, 1, 1, 1, 1)},
@@ -339,7 +339,7 @@ func TestCRIEnvAttempts(t *testing.T) {
 	for _, warmup := range []int{0, 1} {
 		var log strings.Builder
 		e := &CRIEnv{
-			Pairs: 1, MaxFailures: 0, Warmup: warmup, Attempts: 2, Drivers: []string{"cgroupfs"}, Loads: []string{LoadQuiet},
+			Pairs: 1, CRIOptions: CRIOptions{Warmup: warmup, Attempts: 2, Drivers: []string{"cgroupfs"}, Loads: []string{LoadQuiet}},
 			Baseline: "stock", Candidate: "patched", Log: &log,
 			Start: func(context.Context, string) (PodNode, func() []string, error) {
 				// patched's first pod stop fails once.
@@ -366,7 +366,7 @@ func TestCRIEnvAttempts(t *testing.T) {
 // later cells do not run on the dirty node.
 func TestCRIEnvDirtyNode(t *testing.T) {
 	e := &CRIEnv{
-		Pairs: 2, MaxFailures: 3, Drivers: []string{"cgroupfs"}, Loads: []string{LoadQuiet, LoadLoaded},
+		Pairs: 2, CRIOptions: CRIOptions{MaxFailures: 3, Drivers: []string{"cgroupfs"}, Loads: []string{LoadQuiet, LoadLoaded}},
 		Baseline: "stock", Candidate: "patched",
 		Start: func(context.Context, string) (PodNode, func() []string, error) {
 			return &fakeNode{secs: map[string]map[string]float64{"stock": phaseTimes(1, 1, 1, 1, 1), "patched": phaseTimes(1, 1, 1, 1, 1)},

@@ -87,12 +87,16 @@ type CRIOptions struct {
 	Drivers []string
 	Loads   []string
 	// Spinners is the load generator's process count.
-	Spinners    int
+	Spinners int
+	// MaxFailures is how many failed lifecycles a cell tolerates (each is
+	// reported) before it stops.
 	MaxFailures int
 	// Attempts bounds the calls of a failing StopPodSandbox or
 	// RemovePodSandbox (retried at once, as the kubelet retries).
 	Attempts int
-	Warmup   int
+	// Warmup lifecycles per handler before a driver's first cell, not
+	// timed (the first pod of a containerd pays for cold caches).
+	Warmup int
 	// Limit bounds each crictl call, Settle the wait after each pod.
 	Limit, Settle time.Duration
 	// Throwaway allows the systemd driver, whose pod slices live at the
@@ -170,9 +174,7 @@ func runCRI(ctx context.Context, p *plan, tree *cgroupfs.Tree, log io.Writer) CR
 		{Name: p.Patched.Name, Shim: bins.RunscShim["patched"], Runsc: p.Patched.Path, LogDir: current(p.Patched.Name)},
 	}
 	e := &CRIEnv{
-		Pairs: p.Pairs, MaxFailures: o.MaxFailures, Warmup: o.Warmup, Attempts: o.Attempts,
-		Drivers: o.Drivers, Loads: o.Loads,
-		Baseline: p.Stock.Name, Candidate: p.Patched.Name,
+		CRIOptions: *o, Pairs: p.Pairs, Baseline: p.Stock.Name, Candidate: p.Patched.Name,
 		Log: log,
 		Skip: func(d string) string {
 			switch {

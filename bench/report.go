@@ -210,7 +210,7 @@ func (r *Report) Markdown(w io.Writer) {
 	r.collisionMarkdown(w)
 	r.parallelMarkdown(w)
 	r.criMarkdown(w)
-	r.conformanceMarkdown(w)
+	ConformanceMarkdown(w, "###", r.Conformance)
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(w, "\n### Failed runs (cgbench exits 1)\n\n")
 		for _, e := range r.Errors {
@@ -444,14 +444,6 @@ func intervalCell(iv *Interval) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.3f – %.3f", iv.Lo, iv.Hi)
-}
-
-func (r *Report) conformanceMarkdown(w io.Writer) {
-	if len(r.Conformance) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\n### Conformance run, wall time per host mode\n\n")
-	ConformanceMarkdown(w, r.Conformance)
 }
 
 func phaseList(ps []Phase) string {

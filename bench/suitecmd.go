@@ -255,7 +255,7 @@ func updateSuiteDocs(s *Suite, path string) error {
 			return err
 		}
 	}
-	return replaceMarked(path, "conformance", markdown("", func(w io.Writer) { ConformanceMarkdown(w, s.Conformance) }))
+	return replaceMarked(path, "conformance", markdown("", func(w io.Writer) { ConformanceMarkdown(w, "", s.Conformance) }))
 }
 
 // startSampler looks at the build machine every so often while a section
