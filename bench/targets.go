@@ -48,10 +48,9 @@ func StartupTarget(r StartupResult) Target {
 	t := Target{Name: "create+start+delete, " + r.Variant.Name, Goal: fmt.Sprintf("patched/stock median ≤ %.2f", limit)}
 	switch {
 	case r.Skipped != "":
-		t.Status, t.Measured, t.Why = NotMeasured, "—", r.Skipped
+		t = t.unmeasured(r.Skipped)
 	case r.Error != "" || r.Stats == nil:
-		t.Status, t.Measured = NotMeasured, "—"
-		t.Why = "a run failed, so nothing was timed: " + r.Error
+		t = t.unmeasured("a run failed, so nothing was timed: " + r.Error)
 	default:
 		s := r.Stats.Ratio
 		t.Measured = fmt.Sprintf("%.3f (IQR %.3f–%.3f, %d pairs)", s.Median, s.Q1, s.Q3, s.N)
@@ -71,9 +70,7 @@ func StartupTarget(r StartupResult) Target {
 func CollisionTarget(r CollisionResult, plainStock, plainPatched float64) Target {
 	t := Target{Name: "same-ID collision, first delete (patched)", Goal: collisionGoalPatched}
 	if len(r.Patched) == 0 || r.PatchSec == nil {
-		t.Status, t.Measured = NotMeasured, "—"
-		t.Why = "no collision pair completed: " + r.Error
-		return t
+		return t.unmeasured("no collision pair completed: " + r.Error)
 	}
 	bad := 0
 	for code, n := range r.PatchExit {
@@ -98,6 +95,12 @@ func CollisionTarget(r CollisionResult, plainStock, plainPatched float64) Target
 		why = append(why, "run stopped early: "+r.Error)
 	}
 	return t.judged(why)
+}
+
+// unmeasured is t not measured, for why.
+func (t Target) unmeasured(why string) Target {
+	t.Status, t.Measured, t.Why = NotMeasured, "—", why
+	return t
 }
 
 // judged is t met, or missed for the reasons in why.
@@ -129,12 +132,11 @@ func ParallelTarget(r ParallelResult) Target {
 		}
 	}
 	if p1 == nil || p64 == nil || len(p64.Runs) == 0 {
-		t.Status, t.Measured = NotMeasured, "—"
-		t.Why = "N = 1 and N = 64 were not both run"
+		why := "N = 1 and N = 64 were not both run"
 		if r.Error != "" {
-			t.Why += ": " + r.Error
+			why += ": " + r.Error
 		}
-		return t
+		return t.unmeasured(why)
 	}
 	var why []string
 	t.Measured = fmt.Sprintf("%d failures in %d runs", p64.Failures, len(p64.Runs))
@@ -195,8 +197,7 @@ func failedRun(runs []CollisionRun) (id, msg string) {
 func CRIStopTarget(c CRICell) Target {
 	t := Target{Name: "pod stop (StopPodSandbox), " + c.Name(), Goal: fmt.Sprintf("patched/stock median ≤ %.2f, no patched pod failing", MaxCRIStopRatio)}
 	if c.Skipped != "" {
-		t.Status, t.Measured, t.Why = NotMeasured, "—", c.Skipped
-		return t
+		return t.unmeasured(c.Skipped)
 	}
 	var why []string
 	pr := c.PhaseRatio(PhaseStopp)
