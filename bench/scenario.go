@@ -281,18 +281,12 @@ func (e *Env) Collide(ctx context.Context, rt Runtime, id string) (CollisionRun,
 		e.Cleanup(ctx)
 		return run, fmt.Errorf("starting the second sandbox with the same ID: %w", err)
 	}
+	// A failed delete is a result (Run returns it too); a timeout or a
+	// kill is not.
 	first, err := e.Runner.Run(ctx, rt, e.global(r1, "delete", "-force", id)...)
-	var rerr *RunError
-	if err != nil && !errors.As(err, &rerr) {
+	if rerr := (*RunError)(nil); err != nil && (!errors.As(err, &rerr) || rerr.Err != nil) {
 		e.Cleanup(ctx)
 		return run, err
-	}
-	if rerr != nil {
-		first = rerr.Result
-		if rerr.Err != nil { // a timeout or kill, not an exit: not a result
-			e.Cleanup(ctx)
-			return run, err
-		}
 	}
 	e.track(rt, r1, id, false)
 	run.FirstDelete = first
