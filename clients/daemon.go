@@ -64,13 +64,8 @@ type Options struct {
 	Log      io.Writer
 }
 
-// startCmd starts cmd through Options.StartCmd.
-func (c *Containerd) startCmd(cmd *exec.Cmd) (func(), error) {
-	if c.opts.StartCmd != nil {
-		return c.opts.StartCmd(cmd)
-	}
-	return func() {}, cmd.Start()
-}
+// plainStart is the StartCmd of a caller that reaps nothing itself.
+func plainStart(cmd *exec.Cmd) (func(), error) { return func() {}, cmd.Start() }
 
 // DefaultHandlers are the three handlers of Bins: runsc (patched shim and
 // runsc), runsc-stock, and runc through containerd's runc shim.
@@ -94,8 +89,7 @@ type Containerd struct {
 	PID         int
 	Host        *cgroupfs.Host
 	opts        Options
-	cmd         *exec.Cmd
-	exited      chan struct{}
+	d           *daemon
 	logFile     *os.File
 	// shimRun notes what of /run/containerd existed before, so Stop
 	// removes only what this containerd's shims made.
@@ -124,6 +118,9 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 			return nil, fmt.Errorf("runc is not installed (apt-get install runc): %w", err)
 		}
 	}
+	if o.StartCmd == nil {
+		o.StartCmd = plainStart
+	}
 	if err := subreaper(); err != nil {
 		return nil, err
 	}
@@ -135,7 +132,7 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Containerd{Layout: Layout{Base: base}, Host: host, opts: o, exited: make(chan struct{})}
+	c = &Containerd{Layout: Layout{Base: base}, Host: host, opts: o}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -162,9 +159,6 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 		return c, err
 	}
 	if err := c.startDaemon(ctx); err != nil {
-		return c, err
-	}
-	if err := c.waitReady(ctx); err != nil {
 		return c, err
 	}
 	if st := c.ImportImage(ctx, CRINamespace); !st.OK() {
@@ -261,46 +255,89 @@ func (c *Containerd) startDaemon(ctx context.Context) error {
 		}
 	}
 	script := joinScript(c.opts.Tree, c.DaemonCgroup(), false)
-	logFile, err := os.Create(c.Layout.Log())
-	if err != nil {
+	var err error
+	if c.logFile, err = os.Create(c.Layout.Log()); err != nil {
 		return err
 	}
-	c.logFile = logFile
 	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, args...)...)
 	cmd.Env = c.env()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group: a terminal's ^C reaches us, and we stop it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	release, err := c.startCmd(cmd)
-	if err != nil {
+	if c.d, err = startDaemon(cmd, c.logFile, c.opts.StartCmd); err != nil {
 		return fmt.Errorf("starting containerd: %w", err)
 	}
-	c.cmd, c.PID = cmd, cmd.Process.Pid
-	go func() { cmd.Wait(); release(); close(c.exited) }()
+	c.PID = cmd.Process.Pid
 	c.logf("containerd pid %d, base %s, cgroup %q", c.PID, c.Layout.Base, c.DaemonCgroup())
-	return nil
+	return c.d.await(ctx, "containerd", "answer", time.Minute, 200*time.Millisecond, func() (bool, string) {
+		if _, err := os.Stat(c.Layout.Socket()); err != nil {
+			return false, "no socket yet"
+		}
+		st := c.Crictl(ctx, 10*time.Second, "info")
+		return st.Exit == 0, "crictl info: " + st.Err + " " + st.Output
+	})
 }
 
-func (c *Containerd) waitReady(ctx context.Context) error {
-	deadline := time.Now().Add(60 * time.Second)
-	var last Step
-	for time.Now().Before(deadline) {
+// daemon is a long-running process a client started (containerd, dockerd,
+// the kubelet), its output in its log.
+type daemon struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once it is reaped
+	log    string
+}
+
+// startDaemon starts cmd (in its own process group: a terminal's ^C
+// reaches us, and we stop it) through start, its output into log.
+func startDaemon(cmd *exec.Cmd, log *os.File, start func(*exec.Cmd) (func(), error)) (*daemon, error) {
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	release, err := start(cmd)
+	if err != nil {
+		return nil, err
+	}
+	d := &daemon{cmd: cmd, exited: make(chan struct{}), log: log.Name()}
+	go func() { cmd.Wait(); release(); close(d.exited) }()
+	return d, nil
+}
+
+// await asks ready every interval until it says yes. It fails, with the
+// end of the daemon's log, when the daemon exits or limit passes (ready's
+// last word says how far it got; doing what it did not do in time), and
+// when ctx ends.
+func (d *daemon) await(ctx context.Context, name, doing string, limit, every time.Duration, ready func() (bool, string)) error {
+	deadline := time.Now().Add(limit)
+	for {
+		ok, last := ready()
+		switch {
+		case ok:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("%s did not %s within %s (last: %s); its log %s ends:\n%s", name, doing, limit, last, d.log, tail(d.log, 20))
+		}
 		select {
-		case <-c.exited:
-			return fmt.Errorf("containerd exited at start; its log %s ends:\n%s", c.Layout.Log(), tail(c.Layout.Log(), 20))
+		case <-d.exited:
+			return fmt.Errorf("%s exited; its log %s ends:\n%s", name, d.log, tail(d.log, 20))
 		case <-ctx.Done():
 			return ctx.Err()
-		default:
+		case <-time.After(every):
 		}
-		if _, err := os.Stat(c.Layout.Socket()); err == nil {
-			last = c.Crictl(ctx, 10*time.Second, "info")
-			if last.Exit == 0 {
-				return nil
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("containerd did not answer within 60 s (last crictl info: %s %s); log %s:\n%s", last.Err, last.Output, c.Layout.Log(), tail(c.Layout.Log(), 20))
+}
+
+// stop ends the daemon: SIGTERM, SIGKILL after grace, and up to grace
+// more for it to be reaped. It says how it ended.
+func (d *daemon) stop(grace time.Duration) (string, error) {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+		return "SIGTERM", nil
+	case <-time.After(grace):
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	how := "SIGKILL after " + grace.String()
+	select {
+	case <-d.exited:
+		return how, nil
+	case <-time.After(grace):
+		return how, fmt.Errorf("pid %d did not end %s after SIGKILL", d.cmd.Process.Pid, grace)
+	}
 }
 
 // Step is one client command and what it returned.
@@ -362,7 +399,7 @@ func (c *Containerd) run(ctx context.Context, limit time.Duration, name string, 
 		cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 		cmd.Env = c.env()
 		return cmd
-	}, c.startCmd)
+	}, c.opts.StartCmd)
 	st.Output = dropNoise(st.Output)
 	c.logf("%s: exit %d in %.2fs%s", name, st.Exit, st.Seconds, errSuffix(st))
 	return st
@@ -486,8 +523,11 @@ type StopReport struct {
 // leaves the test tree's cgroups to the caller, which checks them first.
 func (c *Containerd) Stop() StopReport {
 	var r StopReport
-	if c.cmd != nil && c.cmd.Process != nil {
-		r.Exit = stopDaemon(c.cmd.Process, c.exited, 10*time.Second)
+	if c.d != nil {
+		var err error
+		if r.Exit, err = c.d.stop(10 * time.Second); err != nil {
+			r.Errors = append(r.Errors, "containerd: "+err.Error())
+		}
 	}
 	killOurs(c.Layout.Base, func(p procInfo) {
 		cg, _ := cgroupfs.ProcCgroup(p.pid)
@@ -497,7 +537,9 @@ func (c *Containerd) Stop() StopReport {
 		c.logFile.Close()
 	}
 	if c.Layout.Base != "" {
-		r.Unmounted, r.Errors = removeBase(c.Layout.Base)
+		var errs []string
+		r.Unmounted, errs = removeBase(c.Layout.Base)
+		r.Errors = append(r.Errors, errs...)
 	}
 	for _, f := range c.madeEtc {
 		os.Remove(f)
@@ -530,20 +572,6 @@ func joinScript(tree *cgroupfs.Tree, cg string, lenientBlkio bool) string {
 		script += join
 	}
 	return script + `exec "$@"`
-}
-
-// stopDaemon ends a daemon this process started: SIGTERM, SIGKILL after
-// grace; exited closes once it is reaped. It says how it ended.
-func stopDaemon(p *os.Process, exited <-chan struct{}, grace time.Duration) string {
-	_ = p.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-		return "SIGTERM"
-	case <-time.After(grace):
-		_ = p.Signal(syscall.SIGKILL)
-		<-exited
-		return "SIGKILL after " + grace.String()
-	}
 }
 
 // killOurs SIGKILLs what is left of a daemon's processes (ours: below
