@@ -339,9 +339,9 @@ func (c *Containerd) makePodCgroup(ctx context.Context, parent, uid string) (str
 		// appeared after the case's baseline in the systemd-v1 VM, and
 		// counted as leaks). Wait for it, as the kubelet's startUnit
 		// waits for the job's result.
-		if err := awaitDirs(systemdDirs(c.Host, dir), pollFor(ctx, 30*time.Second, 50*time.Millisecond)); err != nil {
+		if last, err := poll(ctx, 30*time.Second, 50*time.Millisecond, nil, dirsExist(systemdDirs(c.Host, dir))); err != nil {
 			undo()
-			return "", nil, []Step{st}, fmt.Errorf("systemd did not make the slice %s: %w", parent, err)
+			return "", nil, []Step{st}, fmt.Errorf("systemd did not make the slice %s: %w: %s", parent, err, last)
 		}
 		// On v1 systemd makes the slice only in the hierarchies it
 		// manages; the kubelet (libcontainer's legacy systemd manager,
@@ -399,42 +399,17 @@ func systemdDirs(host *cgroupfs.Host, rel string) []string {
 	return out
 }
 
-// awaitDirs waits until every directory in dirs exists; between looks it
-// calls wait, which sleeps and says whether to look again. It names the
-// directories that never came.
-func awaitDirs(dirs []string, wait func() bool) error {
-	for {
+// dirsExist is a poll's check that every directory in dirs exists; its
+// last word names those missing.
+func dirsExist(dirs []string) func() (bool, string) {
+	return func() (bool, string) {
 		var missing []string
 		for _, d := range dirs {
 			if _, err := os.Stat(d); err != nil {
 				missing = append(missing, d)
 			}
 		}
-		if len(missing) == 0 {
-			return nil
-		}
-		if !wait() {
-			return fmt.Errorf("not there: %s", strings.Join(missing, ", "))
-		}
-	}
-}
-
-// pollFor is a wait for awaitDirs: every poll, until limit has passed or
-// ctx (the case's) is done.
-func pollFor(ctx context.Context, limit, poll time.Duration) func() bool {
-	deadline := time.Now().Add(limit)
-	return func() bool {
-		if time.Now().After(deadline) {
-			return false
-		}
-		t := time.NewTimer(poll)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
+		return len(missing) == 0, "not there: " + strings.Join(missing, ", ")
 	}
 }
 

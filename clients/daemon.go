@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -227,14 +228,16 @@ func (c *Containerd) prepare() error {
 // env is the environment of containerd and the clients: the shims are found
 // by path, runc by PATH.
 func (c *Containerd) env() []string {
-	path := filepath.Dir(c.opts.Bins.Containerd) + ":" + filepath.Dir(c.opts.Runc) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	var env []string
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "PATH=") && !strings.HasPrefix(e, "CONTAINERD_") {
-			env = append(env, e)
-		}
-	}
-	return append(env, "PATH="+path)
+	return environ([]string{"PATH=", "CONTAINERD_"}, "PATH="+filepath.Dir(c.opts.Bins.Containerd)+":"+filepath.Dir(c.opts.Runc)+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+}
+
+// environ is this process's environment without the variables whose
+// "NAME=" starts with one of drop, and with add.
+func environ(drop []string, add ...string) []string {
+	env := slices.DeleteFunc(os.Environ(), func(e string) bool {
+		return slices.ContainsFunc(drop, func(p string) bool { return strings.HasPrefix(e, p) })
+	})
+	return append(env, add...)
 }
 
 // DaemonCgroup is the cgroup containerd runs in below the test tree.
@@ -297,25 +300,41 @@ func startDaemon(cmd *exec.Cmd, log *os.File, start func(*exec.Cmd) (func(), err
 	return d, nil
 }
 
-// await asks ready every interval until it says yes. It fails, with the
-// end of the daemon's log, when the daemon exits or limit passes (ready's
-// last word says how far it got; doing what it did not do in time), and
-// when ctx ends.
+// await polls ready (see poll) until the daemon serves. It fails, with
+// the end of the daemon's log, when the daemon exits or limit passes
+// (doing is what it did not do in time), and when ctx ends.
 func (d *daemon) await(ctx context.Context, name, doing string, limit, every time.Duration, ready func() (bool, string)) error {
+	last, err := poll(ctx, limit, every, d.exited, ready)
+	switch err {
+	case errLimit:
+		return fmt.Errorf("%s did not %s within %s (last: %s); its log %s ends:\n%s", name, doing, limit, last, d.log, tail(d.log, 20))
+	case errExited:
+		return fmt.Errorf("%s exited; its log %s ends:\n%s", name, d.log, tail(d.log, 20))
+	}
+	return err
+}
+
+// Why poll gave up, beside ctx's error.
+var errLimit, errExited = errors.New("time limit"), errors.New("exited")
+
+// poll asks ready every interval until it says yes, and returns ready's
+// last word. It gives up when limit passes (errLimit), when exited closes
+// (errExited; nil never does), or when ctx ends.
+func poll(ctx context.Context, limit, every time.Duration, exited <-chan struct{}, ready func() (bool, string)) (string, error) {
 	deadline := time.Now().Add(limit)
 	for {
 		ok, last := ready()
 		switch {
 		case ok:
-			return nil
+			return last, nil
 		case time.Now().After(deadline):
-			return fmt.Errorf("%s did not %s within %s (last: %s); its log %s ends:\n%s", name, doing, limit, last, d.log, tail(d.log, 20))
+			return last, errLimit
 		}
 		select {
-		case <-d.exited:
-			return fmt.Errorf("%s exited; its log %s ends:\n%s", name, d.log, tail(d.log, 20))
+		case <-exited:
+			return last, errExited
 		case <-ctx.Done():
-			return ctx.Err()
+			return last, ctx.Err()
 		case <-time.After(every):
 		}
 	}
@@ -374,13 +393,14 @@ func Retry(attempts int, call func() Step) Step {
 	}
 }
 
-// Describe says how a client command ended, with the end of its output.
+// Describe says how a client command ended, with the end of its output
+// when it failed.
 func Describe(st Step) string {
 	msg := fmt.Sprintf("exit %d after %.1fs", st.Exit, st.Seconds)
 	if st.Err != "" {
 		msg += " (" + st.Err + ")"
 	}
-	if out := strings.TrimSpace(st.Output); out != "" {
+	if out := strings.TrimSpace(st.Output); out != "" && !st.OK() {
 		if len(out) > 600 {
 			out = "…" + out[len(out)-600:]
 		}
@@ -401,7 +421,7 @@ func (c *Containerd) run(ctx context.Context, limit time.Duration, name string, 
 		return cmd
 	}, c.opts.StartCmd)
 	st.Output = dropNoise(st.Output)
-	c.logf("%s: exit %d in %.2fs%s", name, st.Exit, st.Seconds, errSuffix(st))
+	c.logf("%s: %s", name, Describe(st))
 	return st
 }
 
@@ -435,20 +455,6 @@ func runStep(ctx context.Context, limit time.Duration, name string, argv []strin
 		st.Err = err.Error()
 	}
 	return st
-}
-
-func errSuffix(st Step) string {
-	if st.Err != "" {
-		return " (" + st.Err + ")"
-	}
-	if st.Exit != 0 && st.Output != "" {
-		o := st.Output
-		if len(o) > 300 {
-			o = o[:300] + "…"
-		}
-		return ": " + o
-	}
-	return ""
 }
 
 // Ctr runs ctr against this containerd in namespace ns.

@@ -118,7 +118,11 @@ func StartEngine(ctx context.Context, o EngineOptions) (e *Engine, err error) {
 			return e, err
 		}
 	}
-	layer, err := imageLayer(o.Busybox)
+	bb, err := ociimage.ReadBusybox(o.Busybox)
+	if err != nil {
+		return e, err
+	}
+	layer, err := ociimage.Layer(bb, ociimage.Applets)
 	if err != nil {
 		return e, err
 	}
@@ -130,27 +134,10 @@ func StartEngine(ctx context.Context, o EngineOptions) (e *Engine, err error) {
 	return e, nil
 }
 
-func imageLayer(busybox string) ([]byte, error) {
-	if err := ociimage.CheckStatic(busybox); err != nil {
-		return nil, err
-	}
-	bb, err := os.ReadFile(busybox)
-	if err != nil {
-		return nil, err
-	}
-	return ociimage.Layer(bb, ociimage.Applets)
-}
-
 // env keeps Debian's programs ahead of the payload's: dockerd must start
 // its own containerd 1.6 and shim, not the containerd 2.x of bin/.
 func (e *Engine) env() []string {
-	var env []string
-	for _, v := range os.Environ() {
-		if !strings.HasPrefix(v, "PATH=") && !strings.HasPrefix(v, "DOCKER_") && !strings.HasPrefix(v, "CONTAINERS_") {
-			env = append(env, v)
-		}
-	}
-	return append(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/debian/usr/sbin:/debian/usr/bin",
+	return environ([]string{"PATH=", "DOCKER_", "CONTAINERS_"}, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/debian/usr/sbin:/debian/usr/bin",
 		"DOCKER_HOST=unix://"+filepath.Join(e.Base, "docker.sock"))
 }
 
@@ -249,7 +236,7 @@ func (e *Engine) cli(ctx context.Context, limit time.Duration, stdin io.Reader, 
 	argv = append(argv, args...)
 	st := runStep(ctx, limit, e.Kind+" "+firstWords(args, 1), argv, stdin, func(cctx context.Context) *exec.Cmd { return e.command(cctx, argv...) }, e.opts.StartCmd)
 	st.Output = strings.TrimSpace(st.Output)
-	fmt.Fprintf(e.log, "%s: exit %d in %.2fs%s\n", strings.Join(argv, " "), st.Exit, st.Seconds, errSuffix(st))
+	fmt.Fprintf(e.log, "%s: %s\n", strings.Join(argv, " "), Describe(st))
 	return st
 }
 

@@ -160,44 +160,42 @@ func TestSystemdDirs(t *testing.T) {
 	}
 }
 
-// awaitDirs looks again after each wait until a late directory appears,
-// and names the one that never does.
-func TestAwaitDirs(t *testing.T) {
+// poll with dirsExist looks again until a late directory appears, and
+// names the one that never does once the limit passed.
+func TestPollDirs(t *testing.T) {
 	d := t.TempDir()
 	late := filepath.Join(d, "late")
-	waits := 0
-	wait := func() bool {
-		waits++
-		if waits == 3 {
-			os.Mkdir(late, 0o755)
-		}
-		return true
-	}
-	if err := awaitDirs([]string{d, late}, wait); err != nil || waits != 3 {
-		t.Fatalf("awaitDirs: %v after %d waits, want nil after 3", err, waits)
+	go func() { time.Sleep(50 * time.Millisecond); os.Mkdir(late, 0o755) }()
+	if last, err := poll(context.Background(), time.Minute, time.Millisecond, nil, dirsExist([]string{d, late})); err != nil {
+		t.Fatalf("poll: %v (%s), want the late directory found", err, last)
 	}
 	never := filepath.Join(d, "never")
-	waits = 0
-	err := awaitDirs([]string{late, never}, func() bool { waits++; return waits < 5 })
-	if err == nil || err.Error() != "not there: "+never || waits != 5 {
-		t.Errorf("awaitDirs with a missing directory: %v after %d waits, want it named after 5", err, waits)
+	last, err := poll(context.Background(), 20*time.Millisecond, time.Millisecond, nil, dirsExist([]string{late, never}))
+	if err != errLimit || last != "not there: "+never {
+		t.Errorf("poll with a missing directory: %v, %q; want errLimit naming it", err, last)
 	}
 }
 
-func TestPollForStopsWithTheCase(t *testing.T) {
-	// A cancelled case ends the wait for systemd's slice at once, not after
-	// the 30 s limit (the limit and the poll here are an hour).
+func TestPollStops(t *testing.T) {
+	// A cancelled case, or an exited daemon, ends the wait at once, not
+	// after the limit (the limit and the poll here are an hour).
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	done := make(chan bool, 1)
-	go func() { done <- pollFor(ctx, time.Hour, time.Hour)() }()
-	select {
-	case again := <-done:
-		if again {
-			t.Error("pollFor asked to look again after the case was cancelled")
+	exited := make(chan struct{})
+	close(exited)
+	never := func() (bool, string) { return false, "" }
+	done := make(chan error, 2)
+	go func() { _, err := poll(ctx, time.Hour, time.Hour, nil, never); done <- err }()
+	go func() { _, err := poll(context.Background(), time.Hour, time.Hour, exited, never); done <- err }()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != context.Canceled && err != errExited {
+				t.Errorf("poll: %v, want the context's error or errExited", err)
+			}
+		case <-time.After(time.Minute): // A safety net, not a timing assert.
+			t.Fatal("poll ignored the cancelled context or the exited daemon")
 		}
-	case <-time.After(time.Minute): // A safety net, not a timing assert.
-		t.Fatal("pollFor ignored the cancelled context")
 	}
 }
 
