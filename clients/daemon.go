@@ -18,8 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/base/mounts"
 	"github.com/runsc-cgroups/cgconform/clients/build"
@@ -602,15 +600,9 @@ func killOurs(base string, seen func(procInfo)) {
 // removeBase unmounts what is mounted below base and removes it; it
 // returns what it unmounted and what it could not undo.
 func removeBase(base string) (unmounted, errs []string) {
-	ms, err := mounts.Under(base)
+	unmounted, err := mounts.Detach(base)
 	if err != nil {
 		errs = append(errs, err.Error())
-	}
-	for _, m := range ms {
-		unmounted = append(unmounted, m)
-		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			errs = append(errs, fmt.Sprintf("unmounting %s: %v", m, err))
-		}
 	}
 	if left, _ := mounts.Under(base); len(left) > 0 {
 		errs = append(errs, fmt.Sprintf("not removing %s: %s is still mounted", base, left[0]))
