@@ -494,15 +494,9 @@ func (c *Containerd) ImportImage(ctx context.Context, ns string) Step {
 func (c *Containerd) Procs() []Proc {
 	var out []Proc
 	for _, p := range ours(readProcs(), os.Getpid(), c.PID, c.Layout.Base) {
-		cg, err := cgroupfs.ProcCgroup(p.pid)
-		if err != nil {
-			continue // gone meanwhile
+		if pr := p.proc(c.PID); pr.Cgroups != nil { // else gone meanwhile
+			out = append(out, pr)
 		}
-		pr := Proc{PID: p.pid, PPID: p.ppid, Role: role(p, c.PID), Comm: p.comm, Cgroups: cg}
-		if pr.Role == RoleSandbox || pr.Role == RoleGofer {
-			pr.ID, pr.Root = runscIdentity(p.argv)
-		}
-		out = append(out, pr)
 	}
 	return out
 }
@@ -533,10 +527,7 @@ func (c *Containerd) Stop() StopReport {
 			r.Errors = append(r.Errors, "containerd: "+err.Error())
 		}
 	}
-	killOurs(c.Layout.Base, func(p procInfo) {
-		cg, _ := cgroupfs.ProcCgroup(p.pid)
-		r.Killed = append(r.Killed, Proc{PID: p.pid, PPID: p.ppid, Role: role(p, -1), Comm: p.comm, Cgroups: cg})
-	})
+	killOurs(c.Layout.Base, func(p procInfo) { r.Killed = append(r.Killed, p.proc(-1)) })
 	if c.logFile != nil {
 		c.logFile.Close()
 	}

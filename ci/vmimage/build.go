@@ -243,11 +243,7 @@ func (b *Builder) BusyboxInitramfs(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("listing busybox applets: %w", err)
 	}
 	entries := busyboxEntries(bb, mustFile("init"), strings.Fields(string(applets)), extra)
-	var buf bytes.Buffer
-	if err := writeCPIO(&buf, entries); err != nil {
-		return "", err
-	}
-	if err := writeCached(final, buf.Bytes(), r); err != nil {
+	if err := writeCached(final, cpioArchive(entries), r); err != nil {
 		return "", err
 	}
 	return final, nil
