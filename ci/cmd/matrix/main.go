@@ -201,30 +201,23 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 		}
 	}
 	logf("accelerator %s: each VM may take %s, the cases' time bounds are scaled by %g", accelName(kvm), o.timeout, o.timeScale)
-	bases := map[vmimage.Base]string{}
-	baseTime := map[vmimage.Base]time.Duration{}
-	for _, m := range modes {
-		if _, ok := bases[m.Base]; ok {
-			continue
-		}
-		t0 := time.Now()
-		p, err := b.BusyboxInitramfs(ctx)
-		if m.Base == vmimage.BaseSystemd {
-			p, err = b.SystemdDisk(ctx)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("building the %s image: %w", m.Base, err)
-		}
-		bases[m.Base], baseTime[m.Base] = p, time.Since(t0)
-	}
-	// Every mode gets the Debian disk: the busybox ones take Docker and
-	// Podman from it.
+	// Every mode gets the Debian disk: the systemd ones boot it, the
+	// busybox ones take Docker and Podman from it.
 	t0 = time.Now()
 	debian, err := b.SystemdDisk(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("building the systemd image: %w", err)
 	}
 	debianTime := time.Since(t0)
+	bases := map[vmimage.Base]string{vmimage.BaseSystemd: debian}
+	baseTime := map[vmimage.Base]time.Duration{} // beside the Debian disk's
+	if slices.ContainsFunc(modes, func(m vmimage.Mode) bool { return m.Base == vmimage.BaseBusybox }) {
+		t0 = time.Now()
+		if bases[vmimage.BaseBusybox], err = b.BusyboxInitramfs(ctx); err != nil {
+			return nil, fmt.Errorf("building the busybox image: %w", err)
+		}
+		baseTime[vmimage.BaseBusybox] = time.Since(t0)
+	}
 	unlock()
 	// One copy of bin/ and cases/ for every mode of this run.
 	staged, err := payload.Stage(filepath.Join(o.out, "payload"))
