@@ -163,9 +163,6 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(o.cache, 0o755); err != nil {
-		return nil, fmt.Errorf("making the cache folder: %w", err)
-	}
 	logf := func(format string, args ...any) {
 		fmt.Printf("matrix: "+format+"\n", args...)
 	}
