@@ -225,11 +225,7 @@ func (p *Pod) StartContainer(ctx context.Context) Step {
 // Exec runs argv in the container (crictl exec --sync, ExecSync) with a
 // time limit; its exit status is the command's.
 func (p *Pod) Exec(ctx context.Context, limit time.Duration, argv ...string) Step {
-	secs := int(limit.Seconds())
-	if secs < 1 {
-		secs = 1
-	}
-	args := append([]string{"exec", "--sync", "--timeout", fmt.Sprint(secs), p.ContainerID}, argv...)
+	args := append([]string{"exec", "--sync", "--timeout", fmt.Sprint(max(int(limit.Seconds()), 1)), p.ContainerID}, argv...)
 	st := p.c.Crictl(ctx, limit, args...)
 	st.Name = "crictl exec"
 	return st

@@ -80,8 +80,8 @@ func DefaultHandlers(b *build.Binaries, runc string) []Handler {
 type Containerd struct {
 	Layout   Layout
 	Handlers map[string]Handler
-	// order lists the handler names as configured.
-	order []string
+	// handlers are the Handlers as configured.
+	handlers []Handler
 	// Snapshotter is overlayfs where the kernel has it, else native (a
 	// VM kernel without the overlay module).
 	Snapshotter string
@@ -142,17 +142,15 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 	if len(hs) == 0 {
 		hs = DefaultHandlers(o.Bins, o.Runc)
 	}
-	c.Handlers = map[string]Handler{}
+	if !slices.ContainsFunc(hs, func(h Handler) bool { return h.Name == HandlerRunc }) {
+		hs = append(slices.Clip(hs), Handler{Name: HandlerRunc, Shim: o.Bins.RuncShim, Runc: o.Runc})
+	}
+	c.Handlers, c.handlers = map[string]Handler{}, hs
 	for _, h := range hs {
 		if _, dup := c.Handlers[h.Name]; dup || h.Name == "" {
 			return c, fmt.Errorf("handler %q named twice (or unnamed)", h.Name)
 		}
 		c.Handlers[h.Name] = h
-		c.order = append(c.order, h.Name)
-	}
-	if _, ok := c.Handlers[HandlerRunc]; !ok {
-		c.Handlers[HandlerRunc] = Handler{Name: HandlerRunc, Shim: o.Bins.RuncShim, Runc: o.Runc}
-		c.order = append(c.order, HandlerRunc)
 	}
 	if err := c.prepare(); err != nil {
 		return c, err
@@ -173,10 +171,7 @@ func (c *Containerd) prepare() error {
 			return err
 		}
 	}
-	var hs []Handler
-	for _, name := range c.order {
-		h := c.Handlers[name]
-		hs = append(hs, h)
+	for _, h := range c.handlers {
 		if !h.IsRunsc() {
 			continue
 		}
@@ -200,7 +195,7 @@ func (c *Containerd) prepare() error {
 			c.Snapshotter = "overlayfs"
 		}
 	}
-	cfg := RenderConfig(DaemonConfig{Layout: l, Handlers: hs, SystemdCgroup: c.opts.SystemdCgroup, Debug: c.opts.Debug, Snapshotter: c.Snapshotter})
+	cfg := RenderConfig(DaemonConfig{Layout: l, Handlers: c.handlers, SystemdCgroup: c.opts.SystemdCgroup, Debug: c.opts.Debug, Snapshotter: c.Snapshotter})
 	if err := os.WriteFile(l.Config(), []byte(cfg), 0o644); err != nil {
 		return err
 	}

@@ -60,9 +60,7 @@ func run(ctx context.Context, dir string, name string, args ...string) ([]byte, 
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		tail := out.String()
 		if len(tail) > 2000 {
