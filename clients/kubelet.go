@@ -448,27 +448,6 @@ func (k *Kubelet) AddStaticPod(ctx context.Context, p StaticPod, limit time.Dura
 	return pod, nil
 }
 
-// ParseContainerPod reads a container's pod sandbox ID and pod UID from
-// crictl inspect -o json.
-func ParseContainerPod(out string) (sandboxID, podUID string, err error) {
-	var in struct {
-		Status struct {
-			Labels map[string]string `json:"labels"`
-		} `json:"status"`
-		Info struct {
-			SandboxID string `json:"sandboxID"`
-		} `json:"info"`
-	}
-	if err := json.Unmarshal([]byte(out), &in); err != nil {
-		return "", "", fmt.Errorf("parsing crictl inspect output: %w", err)
-	}
-	sandboxID, podUID = in.Info.SandboxID, in.Status.Labels["io.kubernetes.pod.uid"]
-	if sandboxID == "" || podUID == "" {
-		return "", "", fmt.Errorf("crictl inspect names no sandbox ID or pod UID: %.300s", out)
-	}
-	return sandboxID, podUID, nil
-}
-
 // RemoveStaticPod deletes the pod's manifest and waits until the kubelet
 // has stopped its sandbox (containerd lists no ready pod of that name;
 // the kubelet's garbage collection removes the stopped one later) and gone
