@@ -43,11 +43,8 @@ type Options struct {
 	// it starts) runs in Tree.Root + "/containerd" in every hierarchy, and
 	// everything below Tree.Root is checked for leaks. Nil leaves
 	// containerd in the caller's cgroup (a VM's payload unit).
-	Tree *cgroupfs.Tree
-	// Snapshotter forces a snapshotter; "" picks overlayfs when the
-	// kernel has it, else native.
-	Snapshotter string
-	Debug       bool
+	Tree  *cgroupfs.Tree
+	Debug bool
 	// RunscDebug runs every runsc command with --debug (full debug logs in
 	// each handler's LogDir).
 	RunscDebug bool
@@ -188,12 +185,9 @@ func (c *Containerd) prepare() error {
 			return err
 		}
 	}
-	c.Snapshotter = c.opts.Snapshotter
-	if c.Snapshotter == "" {
-		c.Snapshotter = "native"
-		if fs, err := os.ReadFile("/proc/filesystems"); err == nil && HasOverlay(string(fs)) {
-			c.Snapshotter = "overlayfs"
-		}
+	c.Snapshotter = "native"
+	if fs, err := os.ReadFile("/proc/filesystems"); err == nil && HasOverlay(string(fs)) {
+		c.Snapshotter = "overlayfs"
 	}
 	cfg := RenderConfig(DaemonConfig{Layout: l, Handlers: c.handlers, SystemdCgroup: c.opts.SystemdCgroup, Debug: c.opts.Debug, Snapshotter: c.Snapshotter})
 	if err := os.WriteFile(l.Config(), []byte(cfg), 0o644); err != nil {

@@ -90,7 +90,7 @@ func TestPodAndContainerSpecFor(t *testing.T) {
 
 func TestRenderConfigHandlerOptions(t *testing.T) {
 	hs := append(testHandlers(), Handler{Name: "runc-delegated", Shim: "/b/containerd-shim-runc-v2", Runc: "/usr/sbin/runc", CgroupWritable: true})
-	cfg := RenderConfig(DaemonConfig{Layout: Layout{Base: "/tmp/cgc-x"}, Handlers: hs, DefaultRuntime: "runc-delegated"})
+	cfg := RenderConfig(DaemonConfig{Layout: Layout{Base: "/tmp/cgc-x"}, Handlers: hs})
 	if strings.Count(cfg, "cgroup_writable = true") != 1 {
 		t.Errorf("want cgroup_writable once:\n%s", cfg)
 	}
@@ -98,11 +98,8 @@ func TestRenderConfigHandlerOptions(t *testing.T) {
 	if i < 0 || !strings.Contains(cfg[i:], "cgroup_writable = true") || strings.Contains(cfg[:i], "cgroup_writable") {
 		t.Errorf("cgroup_writable not in the runc-delegated runtime's table:\n%s", cfg)
 	}
-	if !strings.Contains(cfg, `default_runtime_name = "runc-delegated"`) {
-		t.Errorf("default runtime not set:\n%s", cfg)
-	}
-	if !strings.Contains(RenderConfig(DaemonConfig{Layout: Layout{Base: "/x"}, Handlers: testHandlers()}), `default_runtime_name = "runc"`) {
-		t.Error("the default runtime is not runc by default")
+	if !strings.Contains(cfg, `default_runtime_name = "runc"`) {
+		t.Error("the default runtime is not runc")
 	}
 	if !strings.Contains(RenderRunscConfig(RunscConfig{Binary: "b", Root: "r", Debug: true}), `"debug" = "true"`) {
 		t.Error("Debug did not turn on runsc --debug")

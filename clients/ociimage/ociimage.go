@@ -54,8 +54,7 @@ type Image struct {
 	Name string
 	// Busybox is the static busybox binary's content.
 	Busybox []byte
-	Cmd     []string // DefaultCmd when nil
-	Arch    string   // runtime.GOARCH when empty
+	Arch    string // runtime.GOARCH when empty
 }
 
 // Descriptor is an OCI content descriptor.
@@ -180,10 +179,7 @@ func Build(img Image) (*Layout, error) {
 	}
 	l.Config.OS = "linux"
 	l.Config.Config.Env = []string{"PATH=/bin"}
-	l.Config.Config.Cmd = img.Cmd
-	if l.Config.Config.Cmd == nil {
-		l.Config.Config.Cmd = DefaultCmd
-	}
+	l.Config.Config.Cmd = DefaultCmd
 	l.Config.Config.WorkingDir = "/"
 	l.Config.RootFS.Type = "layers"
 	l.Config.RootFS.DiffIDs = []string{digest(layer)}
