@@ -41,8 +41,6 @@ type PodOptions struct {
 type ContainerOptions struct {
 	// Name is the container's metadata name (default app).
 	Name string
-	// Command replaces the image's command (nil: the image's).
-	Command []string
 	// Privileged makes it a privileged container (host cgroup namespace,
 	// every device, cgroupfs mounted read-write).
 	Privileged bool
@@ -107,9 +105,6 @@ func ContainerSpecFor(o ContainerOptions, hostPID bool) ([]byte, error) {
 		"image":    map[string]any{"image": ImageName},
 		"log_path": o.Name + ".log",
 		"linux":    linux,
-	}
-	if len(o.Command) > 0 {
-		cfg["command"] = o.Command
 	}
 	if len(o.Mounts) > 0 {
 		cfg["mounts"] = o.Mounts

@@ -285,9 +285,6 @@ func KubeletArgs(config, rootDir, containerdSocket string) []string {
 // KubeletOptions says how to start a kubelet against a running containerd.
 type KubeletOptions struct {
 	Bin string
-	// Dir is the kubelet's folder (--root-dir, the manifests, its config
-	// and log); "" for <containerd base>/kubelet.
-	Dir string
 	// Limit bounds the wait for its healthz (default 3 minutes; a VM
 	// without KVM needs more).
 	Limit time.Duration
@@ -336,14 +333,11 @@ func (c *Containerd) StartKubelet(ctx context.Context, o KubeletOptions) (k *Kub
 	if o.Bin == "" {
 		return nil, errors.New("no kubelet binary (make clients builds bin/kubelet)")
 	}
-	if o.Dir == "" {
-		o.Dir = filepath.Join(c.Layout.Base, "kubelet")
-	}
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	k = &Kubelet{c: c, Dir: o.Dir, ReadOnlyPort: ports[1], HealthzPort: ports[2]}
+	k = &Kubelet{c: c, Dir: filepath.Join(c.Layout.Base, "kubelet"), ReadOnlyPort: ports[1], HealthzPort: ports[2]}
 	for _, d := range []string{k.manifests(), filepath.Join(k.Dir, "root"), filepath.Join(k.Dir, "pod-logs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
