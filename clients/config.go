@@ -98,9 +98,6 @@ type DaemonConfig struct {
 	Debug bool
 	// Snapshotter is the CRI plugin's snapshotter ("overlayfs" when empty).
 	Snapshotter string
-	// DefaultRuntime is the CRI plugin's default handler (HandlerRunc when
-	// empty); it must be one of Handlers.
-	DefaultRuntime string
 }
 
 // tomlString quotes s as a TOML basic string.
@@ -157,11 +154,7 @@ func RenderConfig(c DaemonConfig) string {
 	w("    bin_dirs = [%s]", tomlString(l.Base+"/cni/bin"))
 	w("    conf_dir = %s", tomlString(l.Base+"/cni/conf"))
 	w("  [plugins.\"io.containerd.cri.v1.runtime\".containerd]")
-	def := c.DefaultRuntime
-	if def == "" {
-		def = HandlerRunc
-	}
-	w("    default_runtime_name = %s", tomlString(def))
+	w("    default_runtime_name = %s", tomlString(HandlerRunc))
 	hs := append([]Handler(nil), c.Handlers...)
 	sort.Slice(hs, func(i, j int) bool { return hs[i].Name < hs[j].Name })
 	for _, h := range hs {

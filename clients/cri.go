@@ -41,8 +41,6 @@ type PodOptions struct {
 type ContainerOptions struct {
 	// Name is the container's metadata name (default app).
 	Name string
-	// Command replaces the image's command (nil: the image's).
-	Command []string
 	// Privileged makes it a privileged container (host cgroup namespace,
 	// every device, cgroupfs mounted read-write).
 	Privileged bool
@@ -107,9 +105,6 @@ func ContainerSpecFor(o ContainerOptions, hostPID bool) ([]byte, error) {
 		"image":    map[string]any{"image": ImageName},
 		"log_path": o.Name + ".log",
 		"linux":    linux,
-	}
-	if len(o.Command) > 0 {
-		cfg["command"] = o.Command
 	}
 	if len(o.Mounts) > 0 {
 		cfg["mounts"] = o.Mounts
@@ -225,11 +220,7 @@ func (p *Pod) StartContainer(ctx context.Context) Step {
 // Exec runs argv in the container (crictl exec --sync, ExecSync) with a
 // time limit; its exit status is the command's.
 func (p *Pod) Exec(ctx context.Context, limit time.Duration, argv ...string) Step {
-	secs := int(limit.Seconds())
-	if secs < 1 {
-		secs = 1
-	}
-	args := append([]string{"exec", "--sync", "--timeout", fmt.Sprint(secs), p.ContainerID}, argv...)
+	args := append([]string{"exec", "--sync", "--timeout", fmt.Sprint(max(int(limit.Seconds()), 1)), p.ContainerID}, argv...)
 	st := p.c.Crictl(ctx, limit, args...)
 	st.Name = "crictl exec"
 	return st
@@ -339,9 +330,9 @@ func (c *Containerd) makePodCgroup(ctx context.Context, parent, uid string) (str
 		// appeared after the case's baseline in the systemd-v1 VM, and
 		// counted as leaks). Wait for it, as the kubelet's startUnit
 		// waits for the job's result.
-		if err := awaitDirs(systemdDirs(c.Host, dir), pollFor(ctx, 30*time.Second, 50*time.Millisecond)); err != nil {
+		if last, err := poll(ctx, 30*time.Second, 50*time.Millisecond, nil, dirsExist(systemdDirs(c.Host, dir))); err != nil {
 			undo()
-			return "", nil, []Step{st}, fmt.Errorf("systemd did not make the slice %s: %w", parent, err)
+			return "", nil, []Step{st}, fmt.Errorf("systemd did not make the slice %s: %w: %s", parent, err, last)
 		}
 		// On v1 systemd makes the slice only in the hierarchies it
 		// manages; the kubelet (libcontainer's legacy systemd manager,
@@ -399,42 +390,17 @@ func systemdDirs(host *cgroupfs.Host, rel string) []string {
 	return out
 }
 
-// awaitDirs waits until every directory in dirs exists; between looks it
-// calls wait, which sleeps and says whether to look again. It names the
-// directories that never came.
-func awaitDirs(dirs []string, wait func() bool) error {
-	for {
+// dirsExist is a poll's check that every directory in dirs exists; its
+// last word names those missing.
+func dirsExist(dirs []string) func() (bool, string) {
+	return func() (bool, string) {
 		var missing []string
 		for _, d := range dirs {
 			if _, err := os.Stat(d); err != nil {
 				missing = append(missing, d)
 			}
 		}
-		if len(missing) == 0 {
-			return nil
-		}
-		if !wait() {
-			return fmt.Errorf("not there: %s", strings.Join(missing, ", "))
-		}
-	}
-}
-
-// pollFor is a wait for awaitDirs: every poll, until limit has passed or
-// ctx (the case's) is done.
-func pollFor(ctx context.Context, limit, poll time.Duration) func() bool {
-	deadline := time.Now().Add(limit)
-	return func() bool {
-		if time.Now().After(deadline) {
-			return false
-		}
-		t := time.NewTimer(poll)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
+		return len(missing) == 0, "not there: " + strings.Join(missing, ", ")
 	}
 }
 

@@ -13,11 +13,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/base/mounts"
@@ -44,11 +43,8 @@ type Options struct {
 	// it starts) runs in Tree.Root + "/containerd" in every hierarchy, and
 	// everything below Tree.Root is checked for leaks. Nil leaves
 	// containerd in the caller's cgroup (a VM's payload unit).
-	Tree *cgroupfs.Tree
-	// Snapshotter forces a snapshotter; "" picks overlayfs when the
-	// kernel has it, else native.
-	Snapshotter string
-	Debug       bool
+	Tree  *cgroupfs.Tree
+	Debug bool
 	// RunscDebug runs every runsc command with --debug (full debug logs in
 	// each handler's LogDir).
 	RunscDebug bool
@@ -64,13 +60,8 @@ type Options struct {
 	Log      io.Writer
 }
 
-// startCmd starts cmd through Options.StartCmd.
-func (c *Containerd) startCmd(cmd *exec.Cmd) (func(), error) {
-	if c.opts.StartCmd != nil {
-		return c.opts.StartCmd(cmd)
-	}
-	return func() {}, cmd.Start()
-}
+// plainStart is the StartCmd of a caller that reaps nothing itself.
+func plainStart(cmd *exec.Cmd) (func(), error) { return func() {}, cmd.Start() }
 
 // DefaultHandlers are the three handlers of Bins: runsc (patched shim and
 // runsc), runsc-stock, and runc through containerd's runc shim.
@@ -86,16 +77,15 @@ func DefaultHandlers(b *build.Binaries, runc string) []Handler {
 type Containerd struct {
 	Layout   Layout
 	Handlers map[string]Handler
-	// order lists the handler names as configured.
-	order []string
+	// handlers are the Handlers as configured.
+	handlers []Handler
 	// Snapshotter is overlayfs where the kernel has it, else native (a
 	// VM kernel without the overlay module).
 	Snapshotter string
 	PID         int
 	Host        *cgroupfs.Host
 	opts        Options
-	cmd         *exec.Cmd
-	exited      chan struct{}
+	d           *daemon
 	logFile     *os.File
 	// shimRun notes what of /run/containerd existed before, so Stop
 	// removes only what this containerd's shims made.
@@ -124,6 +114,9 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 			return nil, fmt.Errorf("runc is not installed (apt-get install runc): %w", err)
 		}
 	}
+	if o.StartCmd == nil {
+		o.StartCmd = plainStart
+	}
 	if err := subreaper(); err != nil {
 		return nil, err
 	}
@@ -135,7 +128,7 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Containerd{Layout: Layout{Base: base}, Host: host, opts: o, exited: make(chan struct{})}
+	c = &Containerd{Layout: Layout{Base: base}, Host: host, opts: o}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -146,25 +139,20 @@ func Start(ctx context.Context, o Options) (c *Containerd, err error) {
 	if len(hs) == 0 {
 		hs = DefaultHandlers(o.Bins, o.Runc)
 	}
-	c.Handlers = map[string]Handler{}
+	if !slices.ContainsFunc(hs, func(h Handler) bool { return h.Name == HandlerRunc }) {
+		hs = append(slices.Clip(hs), Handler{Name: HandlerRunc, Shim: o.Bins.RuncShim, Runc: o.Runc})
+	}
+	c.Handlers, c.handlers = map[string]Handler{}, hs
 	for _, h := range hs {
 		if _, dup := c.Handlers[h.Name]; dup || h.Name == "" {
 			return c, fmt.Errorf("handler %q named twice (or unnamed)", h.Name)
 		}
 		c.Handlers[h.Name] = h
-		c.order = append(c.order, h.Name)
-	}
-	if _, ok := c.Handlers[HandlerRunc]; !ok {
-		c.Handlers[HandlerRunc] = Handler{Name: HandlerRunc, Shim: o.Bins.RuncShim, Runc: o.Runc}
-		c.order = append(c.order, HandlerRunc)
 	}
 	if err := c.prepare(); err != nil {
 		return c, err
 	}
 	if err := c.startDaemon(ctx); err != nil {
-		return c, err
-	}
-	if err := c.waitReady(ctx); err != nil {
 		return c, err
 	}
 	if st := c.ImportImage(ctx, CRINamespace); !st.OK() {
@@ -180,10 +168,7 @@ func (c *Containerd) prepare() error {
 			return err
 		}
 	}
-	var hs []Handler
-	for _, name := range c.order {
-		h := c.Handlers[name]
-		hs = append(hs, h)
+	for _, h := range c.handlers {
 		if !h.IsRunsc() {
 			continue
 		}
@@ -200,14 +185,11 @@ func (c *Containerd) prepare() error {
 			return err
 		}
 	}
-	c.Snapshotter = c.opts.Snapshotter
-	if c.Snapshotter == "" {
-		c.Snapshotter = "native"
-		if fs, err := os.ReadFile("/proc/filesystems"); err == nil && HasOverlay(string(fs)) {
-			c.Snapshotter = "overlayfs"
-		}
+	c.Snapshotter = "native"
+	if fs, err := os.ReadFile("/proc/filesystems"); err == nil && HasOverlay(string(fs)) {
+		c.Snapshotter = "overlayfs"
 	}
-	cfg := RenderConfig(DaemonConfig{Layout: l, Handlers: hs, SystemdCgroup: c.opts.SystemdCgroup, Debug: c.opts.Debug, Snapshotter: c.Snapshotter})
+	cfg := RenderConfig(DaemonConfig{Layout: l, Handlers: c.handlers, SystemdCgroup: c.opts.SystemdCgroup, Debug: c.opts.Debug, Snapshotter: c.Snapshotter})
 	if err := os.WriteFile(l.Config(), []byte(cfg), 0o644); err != nil {
 		return err
 	}
@@ -233,14 +215,16 @@ func (c *Containerd) prepare() error {
 // env is the environment of containerd and the clients: the shims are found
 // by path, runc by PATH.
 func (c *Containerd) env() []string {
-	path := filepath.Dir(c.opts.Bins.Containerd) + ":" + filepath.Dir(c.opts.Runc) + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	var env []string
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "PATH=") && !strings.HasPrefix(e, "CONTAINERD_") {
-			env = append(env, e)
-		}
-	}
-	return append(env, "PATH="+path)
+	return environ([]string{"PATH=", "CONTAINERD_"}, "PATH="+filepath.Dir(c.opts.Bins.Containerd)+":"+filepath.Dir(c.opts.Runc)+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+}
+
+// environ is this process's environment without the variables whose
+// "NAME=" starts with one of drop, and with add.
+func environ(drop []string, add ...string) []string {
+	env := slices.DeleteFunc(os.Environ(), func(e string) bool {
+		return slices.ContainsFunc(drop, func(p string) bool { return strings.HasPrefix(e, p) })
+	})
+	return append(env, add...)
 }
 
 // DaemonCgroup is the cgroup containerd runs in below the test tree.
@@ -261,46 +245,105 @@ func (c *Containerd) startDaemon(ctx context.Context) error {
 		}
 	}
 	script := joinScript(c.opts.Tree, c.DaemonCgroup(), false)
-	logFile, err := os.Create(c.Layout.Log())
-	if err != nil {
+	var err error
+	if c.logFile, err = os.Create(c.Layout.Log()); err != nil {
 		return err
 	}
-	c.logFile = logFile
 	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, args...)...)
 	cmd.Env = c.env()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group: a terminal's ^C reaches us, and we stop it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	release, err := c.startCmd(cmd)
-	if err != nil {
+	if c.d, err = startDaemon(cmd, c.logFile, c.opts.StartCmd); err != nil {
 		return fmt.Errorf("starting containerd: %w", err)
 	}
-	c.cmd, c.PID = cmd, cmd.Process.Pid
-	go func() { cmd.Wait(); release(); close(c.exited) }()
+	c.PID = cmd.Process.Pid
 	c.logf("containerd pid %d, base %s, cgroup %q", c.PID, c.Layout.Base, c.DaemonCgroup())
-	return nil
+	return c.d.await(ctx, "containerd", "answer", time.Minute, 200*time.Millisecond, func() (bool, string) {
+		if _, err := os.Stat(c.Layout.Socket()); err != nil {
+			return false, "no socket yet"
+		}
+		st := c.Crictl(ctx, 10*time.Second, "info")
+		return st.Exit == 0, "crictl info: " + st.Err + " " + st.Output
+	})
 }
 
-func (c *Containerd) waitReady(ctx context.Context) error {
-	deadline := time.Now().Add(60 * time.Second)
-	var last Step
-	for time.Now().Before(deadline) {
-		select {
-		case <-c.exited:
-			return fmt.Errorf("containerd exited at start; its log %s ends:\n%s", c.Layout.Log(), tail(c.Layout.Log(), 20))
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-		}
-		if _, err := os.Stat(c.Layout.Socket()); err == nil {
-			last = c.Crictl(ctx, 10*time.Second, "info")
-			if last.Exit == 0 {
-				return nil
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
+// daemon is a long-running process a client started (containerd, dockerd,
+// the kubelet), its output in its log.
+type daemon struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once it is reaped
+	log    string
+}
+
+// startDaemon starts cmd (in its own process group: a terminal's ^C
+// reaches us, and we stop it) through start, its output into log.
+func startDaemon(cmd *exec.Cmd, log *os.File, start func(*exec.Cmd) (func(), error)) (*daemon, error) {
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	release, err := start(cmd)
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Errorf("containerd did not answer within 60 s (last crictl info: %s %s); log %s:\n%s", last.Err, last.Output, c.Layout.Log(), tail(c.Layout.Log(), 20))
+	d := &daemon{cmd: cmd, exited: make(chan struct{}), log: log.Name()}
+	go func() { cmd.Wait(); release(); close(d.exited) }()
+	return d, nil
+}
+
+// await polls ready (see poll) until the daemon serves. It fails, with
+// the end of the daemon's log, when the daemon exits or limit passes
+// (doing is what it did not do in time), and when ctx ends.
+func (d *daemon) await(ctx context.Context, name, doing string, limit, every time.Duration, ready func() (bool, string)) error {
+	last, err := poll(ctx, limit, every, d.exited, ready)
+	switch err {
+	case errLimit:
+		return fmt.Errorf("%s did not %s within %s (last: %s); its log %s ends:\n%s", name, doing, limit, last, d.log, tail(d.log, 20))
+	case errExited:
+		return fmt.Errorf("%s exited; its log %s ends:\n%s", name, d.log, tail(d.log, 20))
+	}
+	return err
+}
+
+// Why poll gave up, beside ctx's error.
+var errLimit, errExited = errors.New("time limit"), errors.New("exited")
+
+// poll asks ready every interval until it says yes, and returns ready's
+// last word. It gives up when limit passes (errLimit), when exited closes
+// (errExited; nil never does), or when ctx ends.
+func poll(ctx context.Context, limit, every time.Duration, exited <-chan struct{}, ready func() (bool, string)) (string, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		ok, last := ready()
+		switch {
+		case ok:
+			return last, nil
+		case time.Now().After(deadline):
+			return last, errLimit
+		}
+		select {
+		case <-exited:
+			return last, errExited
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
+
+// stop ends the daemon: SIGTERM, SIGKILL after grace, and up to grace
+// more for it to be reaped. It says how it ended.
+func (d *daemon) stop(grace time.Duration) (string, error) {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+		return "SIGTERM", nil
+	case <-time.After(grace):
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	how := "SIGKILL after " + grace.String()
+	select {
+	case <-d.exited:
+		return how, nil
+	case <-time.After(grace):
+		return how, fmt.Errorf("pid %d did not end %s after SIGKILL", d.cmd.Process.Pid, grace)
+	}
 }
 
 // Step is one client command and what it returned.
@@ -337,13 +380,14 @@ func Retry(attempts int, call func() Step) Step {
 	}
 }
 
-// Describe says how a client command ended, with the end of its output.
+// Describe says how a client command ended, with the end of its output
+// when it failed.
 func Describe(st Step) string {
 	msg := fmt.Sprintf("exit %d after %.1fs", st.Exit, st.Seconds)
 	if st.Err != "" {
 		msg += " (" + st.Err + ")"
 	}
-	if out := strings.TrimSpace(st.Output); out != "" {
+	if out := strings.TrimSpace(st.Output); out != "" && !st.OK() {
 		if len(out) > 600 {
 			out = "…" + out[len(out)-600:]
 		}
@@ -362,9 +406,9 @@ func (c *Containerd) run(ctx context.Context, limit time.Duration, name string, 
 		cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 		cmd.Env = c.env()
 		return cmd
-	}, c.startCmd)
+	}, c.opts.StartCmd)
 	st.Output = dropNoise(st.Output)
-	c.logf("%s: exit %d in %.2fs%s", name, st.Exit, st.Seconds, errSuffix(st))
+	c.logf("%s: %s", name, Describe(st))
 	return st
 }
 
@@ -398,20 +442,6 @@ func runStep(ctx context.Context, limit time.Duration, name string, argv []strin
 		st.Err = err.Error()
 	}
 	return st
-}
-
-func errSuffix(st Step) string {
-	if st.Err != "" {
-		return " (" + st.Err + ")"
-	}
-	if st.Exit != 0 && st.Output != "" {
-		o := st.Output
-		if len(o) > 300 {
-			o = o[:300] + "…"
-		}
-		return ": " + o
-	}
-	return ""
 }
 
 // Ctr runs ctr against this containerd in namespace ns.
@@ -453,15 +483,9 @@ func (c *Containerd) ImportImage(ctx context.Context, ns string) Step {
 func (c *Containerd) Procs() []Proc {
 	var out []Proc
 	for _, p := range ours(readProcs(), os.Getpid(), c.PID, c.Layout.Base) {
-		cg, err := cgroupfs.ProcCgroup(p.pid)
-		if err != nil {
-			continue // gone meanwhile
+		if pr := p.proc(c.PID); pr.Cgroups != nil { // else gone meanwhile
+			out = append(out, pr)
 		}
-		pr := Proc{PID: p.pid, PPID: p.ppid, Role: role(p, c.PID), Comm: p.comm, Cgroups: cg}
-		if pr.Role == RoleSandbox || pr.Role == RoleGofer {
-			pr.ID, pr.Root = runscIdentity(p.argv)
-		}
-		out = append(out, pr)
 	}
 	return out
 }
@@ -486,18 +510,20 @@ type StopReport struct {
 // leaves the test tree's cgroups to the caller, which checks them first.
 func (c *Containerd) Stop() StopReport {
 	var r StopReport
-	if c.cmd != nil && c.cmd.Process != nil {
-		r.Exit = stopDaemon(c.cmd.Process, c.exited, 10*time.Second)
+	if c.d != nil {
+		var err error
+		if r.Exit, err = c.d.stop(10 * time.Second); err != nil {
+			r.Errors = append(r.Errors, "containerd: "+err.Error())
+		}
 	}
-	killOurs(c.Layout.Base, func(p procInfo) {
-		cg, _ := cgroupfs.ProcCgroup(p.pid)
-		r.Killed = append(r.Killed, Proc{PID: p.pid, PPID: p.ppid, Role: role(p, -1), Comm: p.comm, Cgroups: cg})
-	})
+	killOurs(c.Layout.Base, func(p procInfo) { r.Killed = append(r.Killed, p.proc(-1)) })
 	if c.logFile != nil {
 		c.logFile.Close()
 	}
 	if c.Layout.Base != "" {
-		r.Unmounted, r.Errors = removeBase(c.Layout.Base)
+		var errs []string
+		r.Unmounted, errs = removeBase(c.Layout.Base)
+		r.Errors = append(r.Errors, errs...)
 	}
 	for _, f := range c.madeEtc {
 		os.Remove(f)
@@ -532,20 +558,6 @@ func joinScript(tree *cgroupfs.Tree, cg string, lenientBlkio bool) string {
 	return script + `exec "$@"`
 }
 
-// stopDaemon ends a daemon this process started: SIGTERM, SIGKILL after
-// grace; exited closes once it is reaped. It says how it ended.
-func stopDaemon(p *os.Process, exited <-chan struct{}, grace time.Duration) string {
-	_ = p.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-		return "SIGTERM"
-	case <-time.After(grace):
-		_ = p.Signal(syscall.SIGKILL)
-		<-exited
-		return "SIGKILL after " + grace.String()
-	}
-}
-
 // killOurs SIGKILLs what is left of a daemon's processes (ours: below
 // this process, naming base), up to five rounds; seen gets the first
 // round's before they are killed.
@@ -568,15 +580,9 @@ func killOurs(base string, seen func(procInfo)) {
 // removeBase unmounts what is mounted below base and removes it; it
 // returns what it unmounted and what it could not undo.
 func removeBase(base string) (unmounted, errs []string) {
-	ms, err := mounts.Under(base)
+	unmounted, err := mounts.Detach(base)
 	if err != nil {
 		errs = append(errs, err.Error())
-	}
-	for _, m := range ms {
-		unmounted = append(unmounted, m)
-		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			errs = append(errs, fmt.Sprintf("unmounting %s: %v", m, err))
-		}
 	}
 	if left, _ := mounts.Under(base); len(left) > 0 {
 		errs = append(errs, fmt.Sprintf("not removing %s: %s is still mounted", base, left[0]))

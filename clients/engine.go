@@ -64,8 +64,7 @@ type Engine struct {
 	Base string
 	PID  int // dockerd; 0 for Podman
 	opts EngineOptions
-	cmd  *exec.Cmd
-	done chan struct{}
+	d    *daemon // dockerd
 	log  *os.File
 	// shimRun: Docker's containerd puts its shims' sockets in
 	// /run/containerd/s too.
@@ -89,6 +88,9 @@ func StartEngine(ctx context.Context, o EngineOptions) (e *Engine, err error) {
 	bin := map[string]string{Docker: "dockerd", Podman: "podman"}[o.Kind]
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("%s is not installed (Debian's docker.io and podman; the matrix's VM images have them): %w", bin, err)
+	}
+	if o.StartCmd == nil {
+		o.StartCmd = plainStart
 	}
 	if err := subreaper(); err != nil {
 		return nil, err
@@ -116,7 +118,11 @@ func StartEngine(ctx context.Context, o EngineOptions) (e *Engine, err error) {
 			return e, err
 		}
 	}
-	layer, err := imageLayer(o.Busybox)
+	bb, err := ociimage.ReadBusybox(o.Busybox)
+	if err != nil {
+		return e, err
+	}
+	layer, err := ociimage.Layer(bb, ociimage.Applets)
 	if err != nil {
 		return e, err
 	}
@@ -128,27 +134,10 @@ func StartEngine(ctx context.Context, o EngineOptions) (e *Engine, err error) {
 	return e, nil
 }
 
-func imageLayer(busybox string) ([]byte, error) {
-	if err := ociimage.CheckStatic(busybox); err != nil {
-		return nil, err
-	}
-	bb, err := os.ReadFile(busybox)
-	if err != nil {
-		return nil, err
-	}
-	return ociimage.Layer(bb, ociimage.Applets)
-}
-
 // env keeps Debian's programs ahead of the payload's: dockerd must start
 // its own containerd 1.6 and shim, not the containerd 2.x of bin/.
 func (e *Engine) env() []string {
-	var env []string
-	for _, v := range os.Environ() {
-		if !strings.HasPrefix(v, "PATH=") && !strings.HasPrefix(v, "DOCKER_") && !strings.HasPrefix(v, "CONTAINERS_") {
-			env = append(env, v)
-		}
-	}
-	return append(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/debian/usr/sbin:/debian/usr/bin",
+	return environ([]string{"PATH=", "DOCKER_", "CONTAINERS_"}, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/debian/usr/sbin:/debian/usr/bin",
 		"DOCKER_HOST=unix://"+filepath.Join(e.Base, "docker.sock"))
 }
 
@@ -160,13 +149,6 @@ func (e *Engine) command(ctx context.Context, argv ...string) *exec.Cmd {
 	cmd.Env = e.env()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
-}
-
-func (e *Engine) start(cmd *exec.Cmd) (func(), error) {
-	if e.opts.StartCmd != nil {
-		return e.opts.StartCmd(cmd)
-	}
-	return func() {}, cmd.Start()
 }
 
 // DockerConfig is the daemon.json of a private dockerd: the runtimes (runc
@@ -199,24 +181,15 @@ func (e *Engine) startDockerd(ctx context.Context) error {
 	cmd := e.command(context.Background(), "dockerd", "--config-file", conf, "--data-root", filepath.Join(e.Base, "data"),
 		"--exec-root", filepath.Join(e.Base, "exec"), "-H", "unix://"+filepath.Join(e.Base, "docker.sock"),
 		"--pidfile", filepath.Join(e.Base, "docker.pid"))
-	cmd.Stdout, cmd.Stderr = e.log, e.log
-	release, err := e.start(cmd)
-	if err != nil {
+	var err error
+	if e.d, err = startDaemon(cmd, e.log, e.opts.StartCmd); err != nil {
 		return fmt.Errorf("starting dockerd: %w", err)
 	}
-	e.cmd, e.PID, e.done = cmd, cmd.Process.Pid, make(chan struct{})
-	go func(done chan struct{}) { cmd.Wait(); release(); close(done) }(e.done)
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		select {
-		case <-e.done:
-			return fmt.Errorf("dockerd exited at start; %s ends:\n%s", e.log.Name(), tail(e.log.Name(), 20))
-		default:
-		}
-		if e.cli(ctx, 20*time.Second, nil, "version").OK() {
-			return nil
-		}
-	}
-	return fmt.Errorf("dockerd did not answer within 2 min; %s ends:\n%s", e.log.Name(), tail(e.log.Name(), 20))
+	e.PID = cmd.Process.Pid
+	return e.d.await(ctx, "dockerd", "answer", 2*time.Minute, 500*time.Millisecond, func() (bool, string) {
+		st := e.cli(ctx, 20*time.Second, nil, "version")
+		return st.OK(), "docker version: " + Describe(st)
+	})
 }
 
 // RestartDaemon stops dockerd as its service manager does (SIGTERM: it
@@ -228,8 +201,11 @@ func (e *Engine) RestartDaemon(ctx context.Context) Step {
 		st.Exit, st.Err = -1, "podman has no daemon"
 		return st
 	}
-	e.stopDaemon()
-	if err := e.startDockerd(ctx); err != nil {
+	err := e.stopDaemon()
+	if err == nil {
+		err = e.startDockerd(ctx)
+	}
+	if err != nil {
 		st.Exit, st.Err = -1, err.Error()
 	}
 	st.Seconds = time.Since(start).Seconds()
@@ -258,9 +234,9 @@ func (e *Engine) cli(ctx context.Context, limit time.Duration, stdin io.Reader, 
 			"--tmpdir", filepath.Join(e.Base, "tmp"), "--storage-driver", "vfs", "--cgroup-manager", mgr, "--events-backend", "file")
 	}
 	argv = append(argv, args...)
-	st := runStep(ctx, limit, e.Kind+" "+firstWords(args, 1), argv, stdin, func(cctx context.Context) *exec.Cmd { return e.command(cctx, argv...) }, e.start)
+	st := runStep(ctx, limit, e.Kind+" "+firstWords(args, 1), argv, stdin, func(cctx context.Context) *exec.Cmd { return e.command(cctx, argv...) }, e.opts.StartCmd)
 	st.Output = strings.TrimSpace(st.Output)
-	fmt.Fprintf(e.log, "%s: exit %d in %.2fs%s\n", strings.Join(argv, " "), st.Exit, st.Seconds, errSuffix(st))
+	fmt.Fprintf(e.log, "%s: %s\n", strings.Join(argv, " "), Describe(st))
 	return st
 }
 
@@ -275,11 +251,14 @@ func (e *Engine) RunArgs(rt string, extra ...string) []string {
 	return append(append([]string{"run", "-d", "--network", "none", "--runtime", rt}, extra...), EngineImage)
 }
 
-func (e *Engine) stopDaemon() {
-	if e.cmd != nil {
-		stopDaemon(e.cmd.Process, e.done, 30*time.Second)
-		e.cmd = nil
+// stopDaemon ends dockerd, if it runs, as its service manager does.
+func (e *Engine) stopDaemon() error {
+	if e.d == nil {
+		return nil
 	}
+	_, err := e.d.stop(30 * time.Second)
+	e.d = nil
+	return err
 }
 
 // Stop removes what is left: every container (podman rm -f), dockerd
@@ -294,7 +273,9 @@ func (e *Engine) Stop() []string {
 			errs = append(errs, "podman rm -a -f: "+Describe(st))
 		}
 	}
-	e.stopDaemon()
+	if err := e.stopDaemon(); err != nil {
+		errs = append(errs, "dockerd: "+err.Error())
+	}
 	killOurs(e.Base, nil)
 	_, serrs := e.shimRun.clean()
 	errs = append(errs, serrs...)

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -286,9 +285,6 @@ func KubeletArgs(config, rootDir, containerdSocket string) []string {
 // KubeletOptions says how to start a kubelet against a running containerd.
 type KubeletOptions struct {
 	Bin string
-	// Dir is the kubelet's folder (--root-dir, the manifests, its config
-	// and log); "" for <containerd base>/kubelet.
-	Dir string
 	// Limit bounds the wait for its healthz (default 3 minutes; a VM
 	// without KVM needs more).
 	Limit time.Duration
@@ -302,8 +298,7 @@ type Kubelet struct {
 	Dir                       string
 	PID                       int
 	ReadOnlyPort, HealthzPort int
-	cmd                       *exec.Cmd
-	exited                    chan struct{}
+	d                         *daemon
 	logFile                   *os.File
 }
 
@@ -338,14 +333,11 @@ func (c *Containerd) StartKubelet(ctx context.Context, o KubeletOptions) (k *Kub
 	if o.Bin == "" {
 		return nil, errors.New("no kubelet binary (make clients builds bin/kubelet)")
 	}
-	if o.Dir == "" {
-		o.Dir = filepath.Join(c.Layout.Base, "kubelet")
-	}
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	k = &Kubelet{c: c, Dir: o.Dir, ReadOnlyPort: ports[1], HealthzPort: ports[2], exited: make(chan struct{})}
+	k = &Kubelet{c: c, Dir: filepath.Join(c.Layout.Base, "kubelet"), ReadOnlyPort: ports[1], HealthzPort: ports[2]}
 	for _, d := range []string{k.manifests(), filepath.Join(k.Dir, "root"), filepath.Join(k.Dir, "pod-logs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -363,39 +355,24 @@ func (c *Containerd) StartKubelet(ctx context.Context, o KubeletOptions) (k *Kub
 	}
 	cmd := exec.Command(o.Bin, KubeletArgs(cfgPath, filepath.Join(k.Dir, "root"), c.Layout.Socket())...)
 	cmd.Env = c.env()
-	cmd.Stdout, cmd.Stderr = k.logFile, k.logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	release, err := c.startCmd(cmd)
-	if err != nil {
+	if k.d, err = startDaemon(cmd, k.logFile, c.opts.StartCmd); err != nil {
 		k.logFile.Close()
 		return nil, fmt.Errorf("starting the kubelet: %w", err)
 	}
-	k.cmd, k.PID = cmd, cmd.Process.Pid
-	go func() { cmd.Wait(); release(); close(k.exited) }()
+	k.PID = cmd.Process.Pid
 	c.logf("kubelet pid %d, folder %s, read-only port %d", k.PID, k.Dir, k.ReadOnlyPort)
-	defer func() {
-		if err != nil {
-			k.Stop()
-			k = nil
-		}
-	}()
 	if o.Limit <= 0 {
 		o.Limit = 3 * time.Minute
 	}
-	deadline := time.Now().Add(o.Limit)
-	for time.Now().Before(deadline) {
-		select {
-		case <-k.exited:
-			return k, fmt.Errorf("the kubelet exited at start; its log %s ends:\n%s", k.Log(), tail(k.Log(), 20))
-		case <-ctx.Done():
-			return k, ctx.Err()
-		case <-time.After(time.Second):
-		}
-		if b, err := k.get(ctx, k.HealthzPort, "/healthz"); err == nil && strings.TrimSpace(string(b)) == "ok" {
-			return k, nil
-		}
+	err = k.d.await(ctx, "the kubelet", "answer ok on healthz", o.Limit, time.Second, func() (bool, string) {
+		b, err := k.get(ctx, k.HealthzPort, "/healthz")
+		return err == nil && strings.TrimSpace(string(b)) == "ok", fmt.Sprintf("%q %v", b, err)
+	})
+	if err != nil {
+		k.Stop()
+		return nil, err
 	}
-	return k, fmt.Errorf("the kubelet's healthz did not answer ok within %s; its log %s ends:\n%s", o.Limit, k.Log(), tail(k.Log(), 20))
+	return k, nil
 }
 
 func (k *Kubelet) get(ctx context.Context, port int, path string) ([]byte, error) {
@@ -445,53 +422,24 @@ func (k *Kubelet) AddStaticPod(ctx context.Context, p StaticPod, limit time.Dura
 		return nil, err
 	}
 	pod := &Pod{c: k.c, opts: PodOptions{Name: p.Name + "-" + KubeletNodeName, HostPID: true, Privileged: p.Privileged}, Limit: 2 * time.Minute}
-	deadline := time.Now().Add(limit)
-	var last string
-	for time.Now().Before(deadline) {
-		select {
-		case <-k.exited:
-			return nil, fmt.Errorf("the kubelet exited; its log %s ends:\n%s", k.Log(), tail(k.Log(), 20))
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
+	err = k.d.await(ctx, "the kubelet", "run the static pod "+p.Name, limit, 2*time.Second, func() (bool, string) {
 		st := k.c.Crictl(ctx, 30*time.Second, "ps", "-q", "--state", "running", "--label", "io.kubernetes.pod.name="+pod.opts.Name, "--name", "^"+p.Container+"$")
 		ids := strings.Fields(st.Output)
 		if !st.OK() || len(ids) != 1 {
-			last = fmt.Sprintf("crictl ps: exit %d %s %q", st.Exit, st.Err, st.Output)
-			continue
+			return false, fmt.Sprintf("crictl ps: exit %d %s %q", st.Exit, st.Err, st.Output)
 		}
 		st = k.c.Crictl(ctx, 30*time.Second, "inspect", "-o", "json", ids[0])
 		sandbox, uid, err := ParseContainerPod(st.Output)
 		if !st.OK() || err != nil {
-			last = fmt.Sprintf("crictl inspect: exit %d %s %v", st.Exit, st.Err, err)
-			continue
+			return false, fmt.Sprintf("crictl inspect: exit %d %s %v", st.Exit, st.Err, err)
 		}
 		pod.ContainerID, pod.SandboxID, pod.UID = ids[0], sandbox, uid
-		return pod, nil
+		return true, ""
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("the kubelet did not run the static pod %s within %s (last: %s); its log %s ends:\n%s", p.Name, limit, last, k.Log(), tail(k.Log(), 20))
-}
-
-// ParseContainerPod reads a container's pod sandbox ID and pod UID from
-// crictl inspect -o json.
-func ParseContainerPod(out string) (sandboxID, podUID string, err error) {
-	var in struct {
-		Status struct {
-			Labels map[string]string `json:"labels"`
-		} `json:"status"`
-		Info struct {
-			SandboxID string `json:"sandboxID"`
-		} `json:"info"`
-	}
-	if err := json.Unmarshal([]byte(out), &in); err != nil {
-		return "", "", fmt.Errorf("parsing crictl inspect output: %w", err)
-	}
-	sandboxID, podUID = in.Info.SandboxID, in.Status.Labels["io.kubernetes.pod.uid"]
-	if sandboxID == "" || podUID == "" {
-		return "", "", fmt.Errorf("crictl inspect names no sandbox ID or pod UID: %.300s", out)
-	}
-	return sandboxID, podUID, nil
+	return pod, nil
 }
 
 // RemoveStaticPod deletes the pod's manifest and waits until the kubelet
@@ -505,54 +453,28 @@ func (k *Kubelet) RemoveStaticPod(ctx context.Context, name string, limit time.D
 		return 0, err
 	}
 	full := name + "-" + KubeletNodeName
-	var last string
-	for time.Since(start) < limit {
-		select {
-		case <-ctx.Done():
-			return time.Since(start), ctx.Err()
-		case <-time.After(time.Second):
-		}
+	err := k.d.await(ctx, "the kubelet", "remove the static pod "+name, limit, time.Second, func() (bool, string) {
 		st := k.c.Crictl(ctx, 30*time.Second, "pods", "-q", "--state", "ready", "--name", "^"+full+"$")
 		if !st.OK() {
-			last = fmt.Sprintf("crictl pods: exit %d %s", st.Exit, st.Err)
-			continue
+			return false, fmt.Sprintf("crictl pods: exit %d %s", st.Exit, st.Err)
 		}
 		if ids := strings.Fields(st.Output); len(ids) > 0 {
-			last = "containerd still lists the pod sandbox " + ids[0] + " ready"
-			continue
+			return false, "containerd still lists the pod sandbox " + ids[0] + " ready"
 		}
-		if !gone() {
-			last = "the pod's cgroup is still there"
-			continue
-		}
-		return time.Since(start), nil
-	}
-	return time.Since(start), fmt.Errorf("the kubelet did not remove the static pod %s within %s: %s", name, limit, last)
+		return gone(), "the pod's cgroup is still there"
+	})
+	return time.Since(start), err
 }
 
 // Stop ends the kubelet (SIGTERM, SIGKILL after 10 s). The pods it
 // started keep running: containerd's Stop ends them.
 func (k *Kubelet) Stop() error {
-	if k == nil || k.cmd == nil {
+	if k == nil || k.d == nil {
 		return nil
 	}
 	defer k.logFile.Close()
-	select {
-	case <-k.exited:
-		return nil
-	default:
+	if _, err := k.d.stop(10 * time.Second); err != nil {
+		return fmt.Errorf("the kubelet: %w", err)
 	}
-	_ = syscall.Kill(k.PID, syscall.SIGTERM)
-	select {
-	case <-k.exited:
-		return nil
-	case <-time.After(10 * time.Second):
-	}
-	_ = syscall.Kill(k.PID, syscall.SIGKILL)
-	select {
-	case <-k.exited:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("the kubelet (pid %d) did not exit after SIGKILL", k.PID)
-	}
+	return nil
 }

@@ -42,12 +42,28 @@ func KubeletParent(systemd bool, root, uid string) string {
 // inspectInfo is the part of `crictl inspect[p] -o json` read here.
 type inspectInfo struct {
 	Status struct {
-		ID    string `json:"id"`
-		State string `json:"state"`
+		ID     string            `json:"id"`
+		State  string            `json:"state"`
+		Labels map[string]string `json:"labels"`
 	} `json:"status"`
 	Info struct {
-		Pid int `json:"pid"`
+		Pid       int    `json:"pid"`
+		SandboxID string `json:"sandboxID"`
 	} `json:"info"`
+}
+
+// ParseContainerPod reads a container's pod sandbox ID and pod UID from
+// crictl inspect -o json.
+func ParseContainerPod(out string) (sandboxID, podUID string, err error) {
+	var in inspectInfo
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		return "", "", fmt.Errorf("parsing crictl inspect output: %w", err)
+	}
+	sandboxID, podUID = in.Info.SandboxID, in.Status.Labels["io.kubernetes.pod.uid"]
+	if sandboxID == "" || podUID == "" {
+		return "", "", fmt.Errorf("crictl inspect names no sandbox ID or pod UID: %.300s", out)
+	}
+	return sandboxID, podUID, nil
 }
 
 // ParseInspect reads the PID and state from the JSON `crictl inspect -o

@@ -44,13 +44,12 @@ func TestPodAndContainerSpecFor(t *testing.T) {
 	}
 
 	mounts := []Mount{{HostPath: "/w/rootfs", ContainerPath: "/w/rootfs", ReadOnly: true}, {HostPath: "/w/state", ContainerPath: "/w/state"}}
-	c, err := ContainerSpecFor(ContainerOptions{Name: "runtime", AllCapabilities: true, Mounts: mounts, Command: []string{"sleep", "1"}}, true)
+	c, err := ContainerSpecFor(ContainerOptions{Name: "runtime", AllCapabilities: true, Mounts: mounts}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ct struct {
 		Metadata struct{ Name string } `json:"metadata"`
-		Command  []string              `json:"command"`
 		Mounts   []Mount               `json:"mounts"`
 		Linux    struct {
 			SecurityContext struct {
@@ -79,9 +78,6 @@ func TestPodAndContainerSpecFor(t *testing.T) {
 	if d := cmp.Diff(mounts, ct.Mounts); d != "" {
 		t.Errorf("mounts (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]string{"sleep", "1"}, ct.Command); d != "" {
-		t.Errorf("command (-want +got):\n%s", d)
-	}
 	priv, _ := ContainerSpecFor(ContainerOptions{Name: "p", Privileged: true}, false)
 	if !strings.Contains(string(priv), `"privileged": true`) || strings.Contains(string(priv), "capabilities") || strings.Contains(string(priv), `"command"`) {
 		t.Errorf("privileged container spec %s", priv)
@@ -90,7 +86,7 @@ func TestPodAndContainerSpecFor(t *testing.T) {
 
 func TestRenderConfigHandlerOptions(t *testing.T) {
 	hs := append(testHandlers(), Handler{Name: "runc-delegated", Shim: "/b/containerd-shim-runc-v2", Runc: "/usr/sbin/runc", CgroupWritable: true})
-	cfg := RenderConfig(DaemonConfig{Layout: Layout{Base: "/tmp/cgc-x"}, Handlers: hs, DefaultRuntime: "runc-delegated"})
+	cfg := RenderConfig(DaemonConfig{Layout: Layout{Base: "/tmp/cgc-x"}, Handlers: hs})
 	if strings.Count(cfg, "cgroup_writable = true") != 1 {
 		t.Errorf("want cgroup_writable once:\n%s", cfg)
 	}
@@ -98,11 +94,8 @@ func TestRenderConfigHandlerOptions(t *testing.T) {
 	if i < 0 || !strings.Contains(cfg[i:], "cgroup_writable = true") || strings.Contains(cfg[:i], "cgroup_writable") {
 		t.Errorf("cgroup_writable not in the runc-delegated runtime's table:\n%s", cfg)
 	}
-	if !strings.Contains(cfg, `default_runtime_name = "runc-delegated"`) {
-		t.Errorf("default runtime not set:\n%s", cfg)
-	}
-	if !strings.Contains(RenderConfig(DaemonConfig{Layout: Layout{Base: "/x"}, Handlers: testHandlers()}), `default_runtime_name = "runc"`) {
-		t.Error("the default runtime is not runc by default")
+	if !strings.Contains(cfg, `default_runtime_name = "runc"`) {
+		t.Error("the default runtime is not runc")
 	}
 	if !strings.Contains(RenderRunscConfig(RunscConfig{Binary: "b", Root: "r", Debug: true}), `"debug" = "true"`) {
 		t.Error("Debug did not turn on runsc --debug")
@@ -160,44 +153,42 @@ func TestSystemdDirs(t *testing.T) {
 	}
 }
 
-// awaitDirs looks again after each wait until a late directory appears,
-// and names the one that never does.
-func TestAwaitDirs(t *testing.T) {
+// poll with dirsExist looks again until a late directory appears, and
+// names the one that never does once the limit passed.
+func TestPollDirs(t *testing.T) {
 	d := t.TempDir()
 	late := filepath.Join(d, "late")
-	waits := 0
-	wait := func() bool {
-		waits++
-		if waits == 3 {
-			os.Mkdir(late, 0o755)
-		}
-		return true
-	}
-	if err := awaitDirs([]string{d, late}, wait); err != nil || waits != 3 {
-		t.Fatalf("awaitDirs: %v after %d waits, want nil after 3", err, waits)
+	go func() { time.Sleep(50 * time.Millisecond); os.Mkdir(late, 0o755) }()
+	if last, err := poll(context.Background(), time.Minute, time.Millisecond, nil, dirsExist([]string{d, late})); err != nil {
+		t.Fatalf("poll: %v (%s), want the late directory found", err, last)
 	}
 	never := filepath.Join(d, "never")
-	waits = 0
-	err := awaitDirs([]string{late, never}, func() bool { waits++; return waits < 5 })
-	if err == nil || err.Error() != "not there: "+never || waits != 5 {
-		t.Errorf("awaitDirs with a missing directory: %v after %d waits, want it named after 5", err, waits)
+	last, err := poll(context.Background(), 20*time.Millisecond, time.Millisecond, nil, dirsExist([]string{late, never}))
+	if err != errLimit || last != "not there: "+never {
+		t.Errorf("poll with a missing directory: %v, %q; want errLimit naming it", err, last)
 	}
 }
 
-func TestPollForStopsWithTheCase(t *testing.T) {
-	// A cancelled case ends the wait for systemd's slice at once, not after
-	// the 30 s limit (the limit and the poll here are an hour).
+func TestPollStops(t *testing.T) {
+	// A cancelled case, or an exited daemon, ends the wait at once, not
+	// after the limit (the limit and the poll here are an hour).
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	done := make(chan bool, 1)
-	go func() { done <- pollFor(ctx, time.Hour, time.Hour)() }()
-	select {
-	case again := <-done:
-		if again {
-			t.Error("pollFor asked to look again after the case was cancelled")
+	exited := make(chan struct{})
+	close(exited)
+	never := func() (bool, string) { return false, "" }
+	done := make(chan error, 2)
+	go func() { _, err := poll(ctx, time.Hour, time.Hour, nil, never); done <- err }()
+	go func() { _, err := poll(context.Background(), time.Hour, time.Hour, exited, never); done <- err }()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != context.Canceled && err != errExited {
+				t.Errorf("poll: %v, want the context's error or errExited", err)
+			}
+		case <-time.After(time.Minute): // A safety net, not a timing assert.
+			t.Fatal("poll ignored the cancelled context or the exited daemon")
 		}
-	case <-time.After(time.Minute): // A safety net, not a timing assert.
-		t.Fatal("pollFor ignored the cancelled context")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/base/proc"
 )
 
@@ -116,6 +117,17 @@ func subreaper() error {
 // took the PID since it was read.
 func (p procInfo) kill() {
 	_ = proc.Process{PID: p.pid, Start: p.start}.Signal(unix.SIGKILL)
+}
+
+// proc is p as a run reports it, its role beside the daemon's PID (-1:
+// none); its Cgroups are nil when it is gone.
+func (p procInfo) proc(daemon int) Proc {
+	cg, _ := cgroupfs.ProcCgroup(p.pid)
+	pr := Proc{PID: p.pid, PPID: p.ppid, Role: role(p, daemon), Comm: p.comm, Cgroups: cg}
+	if pr.Role == RoleSandbox || pr.Role == RoleGofer {
+		pr.ID, pr.Root = runscIdentity(p.argv)
+	}
+	return pr
 }
 
 // runscIdentity is the container ID (the last argument) and --root of a

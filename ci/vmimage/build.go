@@ -60,9 +60,7 @@ func run(ctx context.Context, dir string, name string, args ...string) ([]byte, 
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		tail := out.String()
 		if len(tail) > 2000 {
@@ -243,11 +241,7 @@ func (b *Builder) BusyboxInitramfs(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("listing busybox applets: %w", err)
 	}
 	entries := busyboxEntries(bb, mustFile("init"), strings.Fields(string(applets)), extra)
-	var buf bytes.Buffer
-	if err := writeCPIO(&buf, entries); err != nil {
-		return "", err
-	}
-	if err := writeCached(final, buf.Bytes(), r); err != nil {
+	if err := writeCached(final, cpioArchive(entries), r); err != nil {
 		return "", err
 	}
 	return final, nil
@@ -308,15 +302,18 @@ func busyboxEntries(busybox, init []byte, applets []string, extra []hostFile) []
 
 // writeCached stores data at final atomically, with the recipe's manifest.
 func writeCached(final string, data []byte, r *Recipe) error {
-	dir := filepath.Dir(final)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return fmt.Errorf("making cache folder: %w", err)
 	}
-	tmp := final + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := os.WriteFile(final+".tmp", data, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "MANIFEST"), []byte(r.Manifest()), 0o644); err != nil {
+	return storeCached(final+".tmp", final, r)
+}
+
+// storeCached moves the image tmp to final with the recipe's manifest.
+func storeCached(tmp, final string, r *Recipe) error {
+	if err := os.WriteFile(filepath.Join(filepath.Dir(final), "MANIFEST"), []byte(r.Manifest()), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, final)
@@ -377,10 +374,7 @@ func (b *Builder) SystemdDisk(ctx context.Context) (string, error) {
 	if err := removeTree(tree); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "MANIFEST"), []byte(r.Manifest()), 0o644); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, final); err != nil {
+	if err := storeCached(tmp, final, r); err != nil {
 		return "", err
 	}
 	b.logf("image: systemd disk ready in %s", time.Since(start).Round(time.Second))

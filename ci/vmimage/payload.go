@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/runsc-cgroups/cgconform/ci/vmrun"
+	"github.com/runsc-cgroups/cgconform/runscbuild"
 )
 
 // Payload is what each VM runs: the binaries under test and the cases. It is
@@ -42,13 +43,10 @@ func (p Payload) Stage(dir string) (*Staged, error) {
 	if err := os.MkdirAll(filepath.Join(stage, "bin"), 0o755); err != nil {
 		return nil, err
 	}
-	var total int64
 	for name, src := range p.Bins {
-		n, err := copyFile(src, filepath.Join(stage, "bin", name), 0o755)
-		if err != nil {
+		if err := runscbuild.CopyFile(src, filepath.Join(stage, "bin", name), 0o755); err != nil {
 			return nil, fmt.Errorf("staging %s for the VM (build it first: make runsc cgconform): %w", src, err)
 		}
-		total += n
 	}
 	for _, f := range []string{"cgm-run", "cgm-standin"} {
 		if err := os.WriteFile(filepath.Join(stage, f), mustFile(f), 0o755); err != nil {
@@ -67,13 +65,24 @@ func (p Payload) Stage(dir string) (*Staged, error) {
 		}
 	}
 	if p.CasesDir != "" {
-		n, err := copyTree(p.CasesDir, filepath.Join(stage, "cases"))
-		if err != nil {
+		if err := runscbuild.CopyTree(p.CasesDir, filepath.Join(stage, "cases")); err != nil {
 			return nil, fmt.Errorf("staging the cases from %s: %w", p.CasesDir, err)
 		}
-		total += n
 	}
-	return &Staged{Dir: stage, bytes: total}, nil
+	// What the disk must hold beside its room for the results: the
+	// binaries and the cases.
+	var total int64
+	err := filepath.WalkDir(stage, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || !strings.HasPrefix(path, stage+"/bin/") && !strings.HasPrefix(path, stage+"/cases/") {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			total += info.Size()
+		}
+		return err
+	})
+	return &Staged{Dir: stage, bytes: total}, err
 }
 
 // Disk turns the staged payload into the ext4 image dir/payload.ext4
@@ -124,43 +133,4 @@ func Collect(ctx context.Context, serial, disk string) (map[string][]byte, error
 		}
 	}
 	return vmrun.Untar(tgz)
-}
-
-func copyFile(src, dst string, mode os.FileMode) (int64, error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return 0, err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(out, in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return n, err
-}
-
-// copyTree copies regular files and folders (the cases are plain files).
-func copyTree(src, dst string) (int64, error) {
-	var total int64
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case d.Type().IsRegular():
-			n, err := copyFile(path, target, 0o644)
-			total += n
-			return err
-		}
-		return nil // symlinks and devices have no place among cases
-	})
-	return total, err
 }

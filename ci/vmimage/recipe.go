@@ -80,22 +80,14 @@ func ModeByName(name string) (Mode, error) {
 func ParseModes(list string) ([]Mode, error) {
 	fields := strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
 	if len(fields) == 0 || (len(fields) == 1 && fields[0] == "all") {
-		return append([]Mode(nil), Modes...), nil
+		return slices.Clone(Modes), nil
 	}
-	want := map[string]bool{}
 	for _, f := range fields {
 		if _, err := ModeByName(f); err != nil {
 			return nil, err
 		}
-		want[f] = true
 	}
-	var out []Mode
-	for _, m := range Modes {
-		if want[m.Name] {
-			out = append(out, m)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(slices.Clone(Modes), func(m Mode) bool { return !slices.Contains(fields, m.Name) }), nil
 }
 
 // Recipe is the set of named inputs an image is built from. Its hash names

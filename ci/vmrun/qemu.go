@@ -232,13 +232,7 @@ func (vm *VM) Run(ctx context.Context) (*Result, error) {
 	}
 
 	cmd := exec.Command(bin, vm.Args()...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		return nil, err
-	}
-	defer devnull.Close()
-	cmd.Stdin = devnull
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // stdin: os/exec's null device
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err

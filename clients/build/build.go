@@ -9,12 +9,10 @@
 package build
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -89,11 +87,8 @@ func EnsureTool(c Config, t Tool) (string, error) {
 	bin := filepath.Join(c.BinDir, t.Name)
 	stampPath := bin + ".stamp"
 	want := t.Stamp(runtime.Version())
-	if have, err := os.ReadFile(stampPath); err == nil && string(have) == want {
-		if _, err := os.Stat(bin); err == nil {
-			fmt.Fprintf(c.Log, "clients: %s is up to date (%s@%s)\n", bin, t.Module, t.Version)
-			return bin, nil
-		}
+	if fresh(c, bin, want, t.Module+"@"+t.Version) {
+		return bin, nil
 	}
 	if err := os.MkdirAll(c.BinDir, 0o755); err != nil {
 		return "", err
@@ -107,11 +102,8 @@ func EnsureTool(c Config, t Tool) (string, error) {
 	defer os.RemoveAll(gobin)
 	_ = os.Remove(stampPath)
 	fmt.Fprintf(c.Log, "clients: building %s from %s@%s\n", bin, t.Module, t.Version)
-	cmd := exec.Command("go", t.InstallArgs()...)
-	cmd.Dir = gobin
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOBIN="+gobin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(c.Log, &out), io.MultiWriter(c.Log, &out)
+	cmd := runscbuild.Go(gobin, c.Log, t.InstallArgs()...)
+	cmd.Env = append(cmd.Env, "GOBIN="+gobin)
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go %s: %w (needs the Go module proxy; see the output above)", strings.Join(t.InstallArgs(), " "), err)
 	}
@@ -119,6 +111,18 @@ func EnsureTool(c Config, t Tool) (string, error) {
 		return "", fmt.Errorf("storing %s: %w", bin, err)
 	}
 	return bin, os.WriteFile(stampPath, []byte(want), 0o644)
+}
+
+// fresh reports whether bin is there and its stamp says want (what names
+// its source in the log).
+func fresh(c Config, bin, want, what string) bool {
+	if have, err := os.ReadFile(bin + ".stamp"); err == nil && string(have) == want {
+		if _, err := os.Stat(bin); err == nil {
+			fmt.Fprintf(c.Log, "clients: %s is up to date (%s)\n", bin, what)
+			return true
+		}
+	}
+	return false
 }
 
 // All builds (or finds up to date) both runscs, both runsc shims and every
@@ -151,20 +155,10 @@ func All(c Config) (*Binaries, error) {
 		b.RunscShim[f.Name] = shim
 		b.Runsc[f.Name] = filepath.Join(c.BinDir, "runsc-"+f.Name)
 	}
+	dst := b.tools()
 	for _, t := range Tools {
-		p, err := EnsureTool(c, t)
-		if err != nil {
+		if *dst[t.Name], err = EnsureTool(c, t); err != nil {
 			return nil, err
-		}
-		switch t.Name {
-		case "containerd":
-			b.Containerd = p
-		case "ctr":
-			b.Ctr = p
-		case "containerd-shim-runc-v2":
-			b.RuncShim = p
-		case "crictl":
-			b.Crictl = p
 		}
 	}
 	if c.NoKubelet {
@@ -184,13 +178,9 @@ func Find(binDir string) (*Binaries, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Binaries{
-		Containerd: filepath.Join(binDir, "containerd"),
-		Ctr:        filepath.Join(binDir, "ctr"),
-		RuncShim:   filepath.Join(binDir, "containerd-shim-runc-v2"),
-		Crictl:     filepath.Join(binDir, "crictl"),
-		RunscShim:  map[string]string{},
-		Runsc:      map[string]string{},
+	b := &Binaries{RunscShim: map[string]string{}, Runsc: map[string]string{}}
+	for name, p := range b.tools() {
+		*p = filepath.Join(binDir, name)
 	}
 	flavors := []string{"patched", "stock"}
 	// And a pull request's build (or what it needs, alone) whose shim make
@@ -216,6 +206,11 @@ func Find(binDir string) (*Binaries, error) {
 		b.Kubelet = k
 	}
 	return b, nil
+}
+
+// tools maps the name of each of Tools to its field.
+func (b *Binaries) tools() map[string]*string {
+	return map[string]*string{"containerd": &b.Containerd, "ctr": &b.Ctr, "containerd-shim-runc-v2": &b.RuncShim, "crictl": &b.Crictl}
 }
 
 // Paths lists every binary Find requires, and the pull requests' shims

@@ -111,11 +111,8 @@ func EnsureKubelet(c Config, k Kubelet) (string, error) {
 	bin := filepath.Join(c.BinDir, "kubelet")
 	stampPath := bin + ".stamp"
 	want := k.Stamp(runtime.Version())
-	if have, err := os.ReadFile(stampPath); err == nil && string(have) == want {
-		if _, err := os.Stat(bin); err == nil {
-			fmt.Fprintf(c.Log, "clients: %s is up to date (%s@%s)\n", bin, k.Module, k.Version)
-			return bin, nil
-		}
+	if fresh(c, bin, want, k.Module+"@"+k.Version) {
+		return bin, nil
 	}
 	staging, err := StagingVersion(k.Version)
 	if err != nil {
@@ -154,11 +151,9 @@ func EnsureKubelet(c Config, k Kubelet) (string, error) {
 	args := k.BuildArgs(tmp, time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(c.Log, "clients: building %s from %s@%s (go %s)\n", bin, k.Module, k.Version, strings.Join(args, " "))
 	start := time.Now()
-	cmd := exec.Command("go", args...)
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=false",
+	cmd := runscbuild.Go(src, c.Log, args...)
+	cmd.Env = append(cmd.Env, "GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=false",
 		"GOWORK=off") // the module carries a go.work naming ./staging
-	cmd.Stdout, cmd.Stderr = c.Log, c.Log
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/kubelet in %s: %w (needs the Go module proxy; see the output above)", src, err)
 	}

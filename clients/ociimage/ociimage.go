@@ -54,8 +54,7 @@ type Image struct {
 	Name string
 	// Busybox is the static busybox binary's content.
 	Busybox []byte
-	Cmd     []string // DefaultCmd when nil
-	Arch    string   // runtime.GOARCH when empty
+	Arch    string // runtime.GOARCH when empty
 }
 
 // Descriptor is an OCI content descriptor.
@@ -180,10 +179,7 @@ func Build(img Image) (*Layout, error) {
 	}
 	l.Config.OS = "linux"
 	l.Config.Config.Env = []string{"PATH=/bin"}
-	l.Config.Config.Cmd = img.Cmd
-	if l.Config.Config.Cmd == nil {
-		l.Config.Config.Cmd = DefaultCmd
-	}
+	l.Config.Config.Cmd = DefaultCmd
 	l.Config.Config.WorkingDir = "/"
 	l.Config.RootFS.Type = "layers"
 	l.Config.RootFS.DiffIDs = []string{digest(layer)}
@@ -256,30 +252,27 @@ func (l *Layout) WriteTar(w io.Writer) error {
 	return tw.Close()
 }
 
-// CheckStatic fails unless the file at busyboxPath is a statically linked
-// ELF executable: a dynamic busybox would find no libc in the image (Debian:
-// apt-get install busybox-static).
-func CheckStatic(busyboxPath string) error {
-	f, err := elf.Open(busyboxPath)
+// ReadBusybox reads the busybox at path, which must be a statically linked
+// ELF executable: a dynamic busybox would find no libc in the image
+// (Debian: apt-get install busybox-static).
+func ReadBusybox(path string) ([]byte, error) {
+	f, err := elf.Open(path)
 	if err != nil {
-		return fmt.Errorf("%s is not an ELF executable: %w", busyboxPath, err)
+		return nil, fmt.Errorf("%s is not an ELF executable: %w", path, err)
 	}
 	defer f.Close()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("%s is dynamically linked: the image needs a static busybox (apt-get install busybox-static)", busyboxPath)
+			return nil, fmt.Errorf("%s is dynamically linked: the image needs a static busybox (apt-get install busybox-static)", path)
 		}
 	}
-	return nil
+	return os.ReadFile(path)
 }
 
 // WriteFile builds the image from the busybox at busyboxPath and writes
 // its layout tar to dst.
 func WriteFile(dst, name, busyboxPath string) (*Layout, error) {
-	if err := CheckStatic(busyboxPath); err != nil {
-		return nil, err
-	}
-	bb, err := os.ReadFile(busyboxPath)
+	bb, err := ReadBusybox(busyboxPath)
 	if err != nil {
 		return nil, err
 	}

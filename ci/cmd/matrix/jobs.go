@@ -16,7 +16,9 @@ import (
 // mode not yet started when ctx ends is not booted.
 func runModes(ctx context.Context, jobs int, modes []vmimage.Mode, run func(i int, m vmimage.Mode, unfinished int) report.HostRun) []report.HostRun {
 	out := make([]report.HostRun, len(modes))
-	started := make([]bool, len(modes))
+	for i, m := range modes { // until it runs
+		out[i] = report.HostRun{Host: mode.Host(m.Name), About: m.About, Status: report.NoReport, Problem: "not booted: the run was interrupted"}
+	}
 	slots := make(chan struct{}, jobs)
 	var mu sync.Mutex
 	finished := 0
@@ -29,7 +31,6 @@ func runModes(ctx context.Context, jobs int, modes []vmimage.Mode, run func(i in
 		if ctx.Err() != nil {
 			break
 		}
-		started[i] = true
 		mu.Lock()
 		unfinished := len(modes) - finished
 		mu.Unlock()
@@ -44,11 +45,6 @@ func runModes(ctx context.Context, jobs int, modes []vmimage.Mode, run func(i in
 		}()
 	}
 	wg.Wait()
-	for i, m := range modes {
-		if !started[i] {
-			out[i] = report.HostRun{Host: mode.Host(m.Name), About: m.About, Status: report.NoReport, Problem: "not booted: the run was interrupted"}
-		}
-	}
 	return out
 }
 

@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"maps"
@@ -64,12 +65,14 @@ func main() {
 	listShards := flag.Bool("list-shards", false, "print the names of -shards as a JSON array (the workflow's matrix) and exit")
 	flag.Parse()
 	if *listShards {
-		names, err := shardNamesJSON(o.shards)
+		// The workflow's matrix (fromJSON).
+		_, names, err := shardNames(o.shards)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "matrix: %v\n", err)
 			os.Exit(2)
 		}
-		fmt.Println(names)
+		b, _ := json.Marshal(names)
+		fmt.Println(string(b))
 		return
 	}
 	if err := applyShard(&o); err != nil {
@@ -94,10 +97,15 @@ func main() {
 	} else {
 		m, err = run(ctx, o)
 	}
+	if err == nil {
+		err = matrixreport.WriteAll(o.out, m)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "matrix: %v\n", err)
 		os.Exit(1)
 	}
+	md, _ := os.ReadFile(filepath.Join(o.out, "report.md"))
+	fmt.Printf("\n%s\nmatrix: wrote %s/{report.json,report.md,junit.xml}\n", md, o.out)
 	if retried := m.Retried(); len(retried) > 0 {
 		fmt.Fprintf(os.Stderr, "matrix: modes rerun after a stall (the rerun is their verdict):\n  %s\n", strings.Join(retried, "\n  "))
 	}
@@ -127,7 +135,8 @@ type options struct {
 	shard, shards                                             string
 }
 
-// merge joins the reports of runs made elsewhere (the CI jobs of each mode).
+// merge joins the reports of runs made elsewhere (the CI jobs of each
+// mode); main writes them as it writes a run's.
 func merge(o options) (*report.Matrix, error) {
 	var ms []*report.Matrix
 	for _, dir := range strings.Split(o.merge, ",") {
@@ -137,13 +146,7 @@ func merge(o options) (*report.Matrix, error) {
 		}
 		ms = append(ms, m)
 	}
-	m := report.MergeMatrices(ms...)
-	if err := matrixreport.WriteAll(o.out, m); err != nil {
-		return nil, err
-	}
-	md, _ := os.ReadFile(filepath.Join(o.out, "report.md"))
-	fmt.Printf("%s\nmatrix: merged %d runs into %s\n", md, len(ms), o.out)
-	return m, nil
+	return report.MergeMatrices(ms...), nil
 }
 
 func run(ctx context.Context, o options) (*report.Matrix, error) {
@@ -159,9 +162,6 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return nil, err
 		}
-	}
-	if err := os.MkdirAll(o.cache, 0o755); err != nil {
-		return nil, fmt.Errorf("making the cache folder: %w", err)
 	}
 	logf := func(format string, args ...any) {
 		fmt.Printf("matrix: "+format+"\n", args...)
@@ -198,30 +198,23 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 		}
 	}
 	logf("accelerator %s: each VM may take %s, the cases' time bounds are scaled by %g", accelName(kvm), o.timeout, o.timeScale)
-	bases := map[vmimage.Base]string{}
-	baseTime := map[vmimage.Base]time.Duration{}
-	for _, m := range modes {
-		if _, ok := bases[m.Base]; ok {
-			continue
-		}
-		t0 := time.Now()
-		p, err := b.BusyboxInitramfs(ctx)
-		if m.Base == vmimage.BaseSystemd {
-			p, err = b.SystemdDisk(ctx)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("building the %s image: %w", m.Base, err)
-		}
-		bases[m.Base], baseTime[m.Base] = p, time.Since(t0)
-	}
-	// Every mode gets the Debian disk: the busybox ones take Docker and
-	// Podman from it.
+	// Every mode gets the Debian disk: the systemd ones boot it, the
+	// busybox ones take Docker and Podman from it.
 	t0 = time.Now()
 	debian, err := b.SystemdDisk(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("building the systemd image: %w", err)
 	}
 	debianTime := time.Since(t0)
+	bases := map[vmimage.Base]string{vmimage.BaseSystemd: debian}
+	baseTime := map[vmimage.Base]time.Duration{} // beside the Debian disk's
+	if slices.ContainsFunc(modes, func(m vmimage.Mode) bool { return m.Base == vmimage.BaseBusybox }) {
+		t0 = time.Now()
+		if bases[vmimage.BaseBusybox], err = b.BusyboxInitramfs(ctx); err != nil {
+			return nil, fmt.Errorf("building the busybox image: %w", err)
+		}
+		baseTime[vmimage.BaseBusybox] = time.Since(t0)
+	}
 	unlock()
 	// One copy of bin/ and cases/ for every mode of this run.
 	staged, err := payload.Stage(filepath.Join(o.out, "payload"))
@@ -274,12 +267,6 @@ func run(ctx context.Context, o options) (*report.Matrix, error) {
 		return nil, fmt.Errorf("interrupted: %w", err)
 	}
 	matrix.WallSeconds, matrix.CPUs = time.Since(start).Seconds(), runtime.NumCPU()
-	if err := matrixreport.WriteAll(o.out, matrix); err != nil {
-		return nil, fmt.Errorf("writing the matrix reports: %w", err)
-	}
-	md, _ := os.ReadFile(filepath.Join(o.out, "report.md"))
-	fmt.Printf("\n%s\n", md)
-	logf("wrote %s/{report.json,report.md,junit.xml} in %s", o.out, time.Since(start).Round(time.Second))
 	return matrix, nil
 }
 

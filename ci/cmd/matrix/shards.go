@@ -2,10 +2,10 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -69,35 +69,14 @@ func readShards(path string) ([]shard, error) {
 	return out, nil
 }
 
-// findShard is the shard of that name in the file.
-func findShard(path, name string) (shard, error) {
+// shardNames are the names of the shards in the file.
+func shardNames(path string) ([]shard, []string, error) {
 	shards, err := readShards(path)
-	if err != nil {
-		return shard{}, err
-	}
-	var names []string
-	for _, s := range shards {
-		if s.Name == name {
-			return s, nil
-		}
-		names = append(names, s.Name)
-	}
-	return shard{}, fmt.Errorf("-shard %q: not in %s (%s)", name, path, strings.Join(names, ", "))
-}
-
-// shardNamesJSON is the names of the file's shards as a JSON array, for
-// the workflow's matrix (fromJSON).
-func shardNamesJSON(path string) (string, error) {
-	shards, err := readShards(path)
-	if err != nil {
-		return "", err
-	}
 	names := []string{}
 	for _, s := range shards {
 		names = append(names, s.Name)
 	}
-	b, err := json.Marshal(names)
-	return string(b), err
+	return shards, names, err
 }
 
 // applyShard sets o's case selection from its -shard.
@@ -108,10 +87,11 @@ func applyShard(o *options) error {
 	if o.runRE != "" || o.skipRE != "" {
 		return fmt.Errorf("-shard %s selects the cases: give it without -run and -skip", o.shard)
 	}
-	s, err := findShard(o.shards, o.shard)
-	if err != nil {
-		return err
+	shards, names, err := shardNames(o.shards)
+	if i := slices.Index(names, o.shard); err == nil && i >= 0 {
+		o.runRE, o.skipRE = shards[i].Run, shards[i].Skip
+	} else if err == nil {
+		err = fmt.Errorf("-shard %q: not in %s (%s)", o.shard, o.shards, strings.Join(names, ", "))
 	}
-	o.runRE, o.skipRE = s.Run, s.Skip
-	return nil
+	return err
 }
