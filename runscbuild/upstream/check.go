@@ -2,9 +2,6 @@ package upstream
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"go/parser"
 	"go/token"
@@ -702,43 +699,6 @@ func (k *checker) mutationsStep(label string, pr runscbuild.PR, r *Result) (Step
 	s := m.Step()
 	fmt.Fprintf(k.Log, "upstream-check: %s: mutations %s (%.0fs)\n", label, s.word(), m.Seconds)
 	return s, m
-}
-
-// readMutationLists reads every pull request's mutation list, if any. A
-// list with malformed blocks is kept with its errors: they fail its pull
-// request, not the check.
-func readMutationLists(s *runscbuild.Series) (map[string]*mutationList, error) {
-	out := map[string]*mutationList{}
-	for _, pr := range s.All() {
-		name := path.Join(filepath.Base(s.Dir), pr.Name, runscbuild.MutationsFile)
-		ms, data, err := pr.Mutations(name)
-		if data == nil && err != nil {
-			return nil, err
-		}
-		if data == nil {
-			continue
-		}
-		sum := sha256.Sum256(data)
-		l := &mutationList{name: name, sha256: hex.EncodeToString(sum[:]), mutations: ms, blocks: len(ms)}
-		var errs []error // ParseMutations' errors.Join, one a block
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			errs = j.Unwrap()
-		} else if err != nil {
-			errs = []error{err}
-		}
-		for _, e := range errs {
-			var me *runscbuild.MutationError
-			if !errors.As(e, &me) {
-				return nil, e
-			}
-			l.invalid = append(l.invalid, e.Error())
-			if me.Block > 0 {
-				l.blocks++
-			}
-		}
-		out[pr.Name] = l
-	}
-	return out, nil
 }
 
 // apply checks out base in dir (on branch, or detached when branch is "")
