@@ -1,18 +1,19 @@
 // Command build-runsc builds bin/runsc-stock and bin/runsc-patched from the
 // gVisor version pinned in go.mod, and runs the unit tests the series adds.
 //
-//	build-runsc [-repo DIR] build   # both binaries, skipped when up to date
-//	build-runsc [-repo DIR] [-pr NN-name] prs   # bin/runsc-pr-NN-name: stock +
-//	                                # each pull request (or only -pr) and what it
-//	                                # needs, for its table; bin/runsc-needs-NN-name:
-//	                                # stock + only what it needs (when it needs
-//	                                # any); each with its shim when one of its
-//	                                # pull requests changes the shim
-//	build-runsc [-repo DIR] test    # go test the packages the series adds tests to,
-//	                                # then run each of its fuzz targets briefly
-//	build-runsc [-repo DIR] [-fuzztime D] fuzz   # run each fuzz target for D
-//	build-runsc [-repo DIR] dist    # out/dist: the patched runsc and its shim,
-//	                                # a versioned tarball with SHA256SUMS
+//	build-runsc build   # both binaries, skipped when up to date
+//	build-runsc [-pr NN-name] prs   # bin/runsc-pr-NN-name: stock + each pull
+//	                    # request (or only -pr) and what it needs, for its
+//	                    # table; bin/runsc-needs-NN-name: stock + only what it
+//	                    # needs (when it needs any); each with its shim when
+//	                    # one of its pull requests changes the shim
+//	build-runsc test    # go test the packages the series adds tests to,
+//	                    # then run each of its fuzz targets briefly
+//	build-runsc [-fuzztime D] fuzz   # run each fuzz target for D
+//	build-runsc dist    # out/dist: the patched runsc and its shim,
+//	                    # a versioned tarball with SHA256SUMS
+//
+// It runs in the project root: the folder with go.mod and patches/.
 package main
 
 import (
@@ -30,11 +31,10 @@ import (
 )
 
 func main() {
-	repo := flag.String("repo", ".", "project root: the folder with go.mod and patches/")
 	flag.StringVar(&onlyPR, "pr", "", "prs builds only this pull request's build (NN-name)")
 	flag.DurationVar(&fuzzTime, "fuzztime", 10*time.Second, "how long test and fuzz run each fuzz target of the series")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: build-runsc [-repo DIR] [-pr NN-name] [-fuzztime D] build|prs|test|fuzz|dist\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: build-runsc [-pr NN-name] [-fuzztime D] build|prs|test|fuzz|dist\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -42,7 +42,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*repo, flag.Arg(0)); err != nil {
+	if err := run(flag.Arg(0)); err != nil {
 		fmt.Fprintf(os.Stderr, "build-runsc: %v\n", err)
 		os.Exit(1)
 	}
@@ -61,8 +61,8 @@ func goIn(dir string, args ...string) error {
 	return cmd.Run()
 }
 
-func run(repo, verb string) error {
-	root, err := filepath.Abs(repo)
+func run(verb string) error {
+	root, err := os.Getwd()
 	if err != nil {
 		return err
 	}

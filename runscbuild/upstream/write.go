@@ -48,8 +48,7 @@ type WriteConfig struct {
 	Out    string // one folder per pull request goes here
 	Author patchmail.Identity
 	// Report fills the PR.md tables; nil leaves prtext.Unfilled in them.
-	Report        *prtext.Results
-	Before, After string // the runtimes of a table's cells
+	Report *prtext.Results
 	// Module is the pinned gVisor: with the series it makes the build each
 	// runtime of a table must have been made from.
 	Module runscbuild.Module
@@ -133,10 +132,10 @@ func Write(c WriteConfig) (warnings []string, err error) {
 
 // columns are the runtimes of pr's table and the builds the current
 // patches make of each: stock; what pr needs, alone, when it needs any;
-// and pr's own build, or After (the whole series) when the runs have no
+// and pr's own build, or runsc-patched (the whole series) when the runs have no
 // pull request's build at all.
 func (c WriteConfig) columns(pr runscbuild.PR) (prtext.Columns, error) {
-	cols := prtext.Columns{Before: c.Before, After: c.After, AllowUnproven: c.AllowUnproven, Want: map[string]report.Build{}}
+	cols := prtext.Columns{Before: "runsc-stock", After: "runsc-patched", AllowUnproven: c.AllowUnproven, Want: map[string]report.Build{}}
 	// Stock + this pull request, wherever the runs have pull requests'
 	// builds (a run without any, such as make matrix, shows the series).
 	if c.Report != nil && slices.ContainsFunc(c.Report.Outcomes, func(o prtext.Outcome) bool {

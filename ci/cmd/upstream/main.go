@@ -26,29 +26,27 @@ import (
 
 func usage() {
 	fmt.Fprintf(os.Stderr, `usage:
-  upstream [-repo DIR] series -out DIR [-report FILE] [-allow-unproven] [-author-name NAME -author-email EMAIL]
-  upstream [-repo DIR] check -dir GVISOR-REPOSITORY [-base REV] [-go-ref BRANCH] [-prs NN-name,...]
-  upstream [-repo DIR] neutralize PATCH-FILE...
-  upstream [-repo DIR] sync
-  upstream [-repo DIR] evidence [matrix flags, e.g. -modes v2 -jobs 1]
-  upstream [-repo DIR] tests -dir GVISOR [-rev REV] [-prs] [-- matrix flags]
+  upstream series -out DIR [-report FILE] [-allow-unproven] [-author-name NAME -author-email EMAIL]
+  upstream check -dir GVISOR-REPOSITORY [-base REV] [-go-ref BRANCH] [-prs NN-name,...]
+  upstream neutralize PATCH-FILE...
+  upstream sync
+  upstream evidence [matrix flags, e.g. -modes v2 -jobs 1]
+  upstream tests -dir GVISOR [-rev REV] [-prs] [-- matrix flags]
+(run from the project root: the folder with go.mod, patches/ and WORKSPACE)
 `)
 	os.Exit(2)
 }
 
 func main() {
-	repo := flag.String("repo", ".", "project root: the folder with go.mod, patches/ and WORKSPACE")
-	flag.Usage = usage
-	flag.Parse()
-	if flag.NArg() < 1 {
+	if len(os.Args) < 2 {
 		usage()
 	}
-	root, err := filepath.Abs(*repo)
+	root, err := os.Getwd()
 	if err != nil {
 		fail(err)
 	}
-	args := flag.Args()[1:]
-	switch flag.Arg(0) {
+	args := os.Args[2:]
+	switch os.Args[1] {
 	case "series":
 		err = cmdSeries(root, args)
 	case "check":
@@ -266,8 +264,6 @@ func cmdSeries(root string, args []string) error {
 	reportPath := fs.String("report", "", "matrix or conformance report.json for the PR.md tables, or several, comma-separated, as one run (a later report's cell wins; default: the runs in patches/evidence/, else out/matrix/report.json when it exists)")
 	name := fs.String("author-name", "", "author and Signed-off-by name (default: git config user.name)")
 	email := fs.String("author-email", "", "author and Signed-off-by email (default: git config user.email)")
-	before := fs.String("before", "runsc-stock", "the runtime a table's cells show first")
-	after := fs.String("after", "runsc-patched", "the runtime a table's cells show last, where the report has no build of the pull request itself")
 	allowUnproven := fs.Bool("allow-unproven", false, "print, marked \"Build unproven\", a table whose runs record no build (reports from before builds were recorded); a table from another build than the current patches' is refused all the same")
 	fs.Parse(args)
 	if *out == "" || fs.NArg() > 0 {
@@ -298,8 +294,7 @@ func cmdSeries(root string, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "upstream-series: author %s (from %s)\n", id, source)
 	warnings, err := upstream.Write(upstream.WriteConfig{
-		Series: s, Out: *out, Author: id, Report: res, Before: *before, After: *after,
-		Module: m, AllowUnproven: *allowUnproven, Log: os.Stderr,
+		Series: s, Out: *out, Author: id, Report: res, Module: m, AllowUnproven: *allowUnproven, Log: os.Stderr,
 	})
 	for _, w := range warnings {
 		fmt.Fprintf(os.Stderr, "upstream-series: warning: %s\n", w)
@@ -322,9 +317,6 @@ func cmdCheck(root string, args []string) error {
 	dir := fs.String("dir", "", "a gVisor git repository, checkout or bare mirror, with master and the go branch (only read: the checks run in clones under -work)")
 	base := fs.String("base", "HEAD", "the master commit of -dir to check on")
 	goRef := fs.String("go-ref", "go", "the branch of -dir whose commits merge master into the go branch")
-	work := fs.String("work", filepath.Join(root, "work", "upstream-check"), "scratch folder for the two trees and the test binaries")
-	out := fs.String("out", filepath.Join(root, "out", "upstream-check"), "folder for report.md and report.json")
-	lockDir := fs.String("build-lock", filepath.Join(root, "work"), "the folder whose build.lock each row's go commands take (make runsc's)")
 	only := fs.String("prs", "", "comma-separated pull requests to check (NN-name,...); default every one")
 	fs.Parse(args)
 	if *dir == "" || fs.NArg() > 0 {
@@ -338,30 +330,31 @@ func cmdCheck(root string, args []string) error {
 	if err != nil {
 		return err
 	}
-	// One upstream-check at a time in -work; the go commands of each row
-	// also take the build lock of work/, which make runsc takes.
-	unlock, err := runscbuild.Lock(*work, os.Stderr)
+	// One upstream-check at a time in work/upstream-check; the go commands
+	// of each row also take the build lock of work/, which make runsc takes.
+	work, out := filepath.Join(root, "work", "upstream-check"), filepath.Join(root, "out", "upstream-check")
+	unlock, err := runscbuild.Lock(work, os.Stderr)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	buildLock := func() (func(), error) { return runscbuild.Lock(*lockDir, os.Stderr) }
+	buildLock := func() (func(), error) { return runscbuild.Lock(filepath.Join(root, "work"), os.Stderr) }
 	rep, err := upstream.Check(upstream.CheckConfig{
-		Series: s, Upstream: abs, Base: *base, GoRef: *goRef, Module: m, Work: *work, Log: os.Stderr,
+		Series: s, Upstream: abs, Base: *base, GoRef: *goRef, Module: m, Work: work, Log: os.Stderr,
 		Lock: buildLock, Sandbox: upstream.NobodySandbox, VetOnly: upstream.UpstreamVetOnly,
 		Only: strings.FieldsFunc(*only, func(r rune) bool { return r == ',' || r == ' ' }),
 	})
 	if err != nil {
 		return err
 	}
-	if err := rep.WriteFiles(*out); err != nil {
+	if err := rep.WriteFiles(out); err != nil {
 		return err
 	}
 	fmt.Print(rep.Markdown())
 	for _, v := range rep.Verdicts {
 		fmt.Println(v.Line())
 	}
-	fmt.Printf("upstream-check: report in %s/report.md and report.json\n", *out)
+	fmt.Printf("upstream-check: report in %s/report.md and report.json\n", out)
 	if failed := rep.Failed(); len(failed) > 0 {
 		return fmt.Errorf("%d of %d (pull requests and carried sets) fail on master %.12s / go %.12s: %s (the errors are above the table)", len(failed), len(rep.Verdicts), rep.Master.Upstream, rep.Go.Commit, strings.Join(failed, " "))
 	}
@@ -375,12 +368,10 @@ func cmdCheck(root string, args []string) error {
 func defaultReports(root string) string {
 	if kept, _ := filepath.Glob(filepath.Join(root, "patches", "evidence", "*.json")); len(kept) > 0 {
 		sort.Strings(kept)
-		// Named as from the project root when run there: the names go into
-		// the tables' notes and errors.
-		if wd, err := os.Getwd(); err == nil && wd == root {
-			for i, k := range kept {
-				kept[i], _ = filepath.Rel(root, k)
-			}
+		// Named as from the project root: the names go into the tables'
+		// notes and errors.
+		for i, k := range kept {
+			kept[i], _ = filepath.Rel(root, k)
 		}
 		return strings.Join(kept, ",")
 	}
