@@ -21,54 +21,39 @@ import (
 	"github.com/runsc-cgroups/cgconform/runscbuild/patchmail"
 )
 
-// CheckConfig says what to check where.
-//
-// Every row (a pull request alone on what it needs, or in order on every
-// earlier one) is applied to two trees made from one upstream master
-// commit, and to no other:
-//
-//   - master: Base itself (Bazel's tree). git am, gofmt and the BUILD
-//     entries are checked there, where upstream reviews the patch.
-//   - go: the commit of the go branch made from Base (gVisor's automation
-//     merges each master commit into the go branch with its generated Go
-//     sources), plus master's _test.go files of the packages the series
-//     touches and the test-only packages they import. The go command
-//     builds, vets and tests there. A row that does not build there fails
-//     with the compiler's error: no other tree is tried.
+// CheckConfig says what to check where. Every row (a pull request alone on
+// what it needs, or in order on every earlier one) is applied to two trees
+// made from one upstream master commit, and to no other: master, Base
+// itself (Bazel's tree), where git am, gofmt and the BUILD entries are
+// checked; and go, the go branch's commit made from Base plus master's
+// _test.go files of the touched packages and the test-only packages they
+// import, where the go command builds, vets and tests. A row that does not
+// build there fails: no other tree is tried.
 type CheckConfig struct {
 	Series *runscbuild.Series
-	// Upstream is a gVisor git repository (a checkout or a bare mirror)
-	// holding Base and GoRef. It is only read: the checks run in clones
-	// of it under Work that share its objects.
+	// Upstream is a gVisor repository (checkout or bare mirror) holding
+	// Base and GoRef; only read: the checks run in clones sharing its objects.
 	Upstream string
 	Base     string // master commit-ish in Upstream to check on (default HEAD)
 	GoRef    string // the branch whose commits merge master into the go branch (default "go")
-	// Module is the pinned gvisor.dev/gvisor module. A file of the go
-	// commit whose blob Upstream lacks (a partial mirror) is taken from
-	// it, and the report says so; a file it lacks too stops the check.
+	// Module is the pinned gVisor module: a file of the go commit whose
+	// blob Upstream lacks (a partial mirror) is taken from it.
 	Module runscbuild.Module
-	// Work holds the scratch trees: master (one branch per row), go (the
-	// same path for every row, so the go build cache is shared) and bin
-	// (the test binaries).
+	// Work holds the scratch trees: master, go (one path for every row,
+	// so the go build cache is shared) and bin (the test binaries).
 	Work string
 	Log  io.Writer // progress and the detail of every failure
-	// Lock, when set, is taken around each row's go commands (the build
-	// lock other gVisor builds on this machine take).
+	// Lock, when set, is taken around each row's go commands.
 	Lock func() (unlock func(), err error)
-	// Sandbox wraps a unit test binary's command so that it cannot touch
-	// the host's cgroups (NobodySandbox). nil runs it as it is: only for
-	// tests of this package, whose fixtures touch nothing.
+	// Sandbox keeps a unit test binary off the host's cgroups
+	// (NobodySandbox); nil only for this package's tests.
 	Sandbox func(cmd *exec.Cmd) (*exec.Cmd, error)
-	// VetOnly names packages whose upstream test files are compiled and
-	// vetted but not run, with the reason (they need root and a runsc
-	// binary: make upstream-tests runs them in VMs). The tests the
-	// series adds in new files of those packages still run.
-	VetOnly map[string]string
-	// BuildTargets are built in every row besides the touched packages
-	// (default ./runsc/...).
-	BuildTargets []string
-	// Only, when set, names the pull requests to check (the others are
-	// still applied where one of these needs them); default every one.
+	// VetOnly names packages whose upstream test files are vetted but not
+	// run, with the reason; the tests the series adds in new files there run.
+	VetOnly      map[string]string
+	BuildTargets []string // built in every row besides the touched packages (default ./runsc/...)
+	// Only names the pull requests to check (the others are still applied
+	// where one of these needs them); default every one.
 	Only []string
 }
 
@@ -82,18 +67,14 @@ var UpstreamVetOnly = map[string]string{
 type Report struct {
 	Master TreeInfo `json:"master"`
 	Go     TreeInfo `json:"go"`
-	// BaseFailures are unit tests (package: tests) that already fail on
-	// the go tree without any patch; a row is not failed for them.
+	// BaseFailures (package: tests) and BaseVet ("file: message": count)
+	// are on the go tree before any patch: no row fails for them.
 	BaseFailures map[string][]string `json:"base_failures,omitempty"`
-	// BaseVet counts go vet's findings on the go tree without any patch,
-	// per "file: message" (upstream vets with its own analyzers); a row
-	// fails for any more of them.
-	BaseVet map[string]int    `json:"base_vet,omitempty"`
-	VetOnly map[string]string `json:"vet_only,omitempty"`
-	// Only names the pull requests checked when not all were (PRS=).
-	Only     []string  `json:"only,omitempty"`
-	Verdicts []Verdict `json:"verdicts"`
-	Seconds  float64   `json:"seconds"`
+	BaseVet      map[string]int      `json:"base_vet,omitempty"`
+	VetOnly      map[string]string   `json:"vet_only,omitempty"`
+	Only         []string            `json:"only,omitempty"` // the pull requests checked when not all were (PRS=)
+	Verdicts     []Verdict           `json:"verdicts"`
+	Seconds      float64             `json:"seconds"`
 }
 
 // Failed lists the pull requests that fail.
@@ -166,9 +147,6 @@ func Check(c CheckConfig) (*Report, error) {
 	if c.GoRef == "" {
 		c.GoRef = "go"
 	}
-	// The patches are read once, into Work/patches: a series rewritten
-	// while the check runs does not mix into it, and the sha256 in the
-	// report is of the bytes applied.
 	for _, name := range c.Only {
 		if _, ok := c.Series.PR(name); !ok {
 			return nil, fmt.Errorf("no pull request or carried set %q in %s", name, c.Series.Path)
@@ -178,6 +156,8 @@ func Check(c CheckConfig) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Read once, into Work/patches: the sha256 in the report is of the
+	// bytes applied, whatever happens to the series meanwhile.
 	snap, err := snapshot(c.Series, filepath.Join(c.Work, "patches"))
 	if err != nil {
 		return nil, err
@@ -205,20 +185,19 @@ func Check(c CheckConfig) (*Report, error) {
 		return nil, err
 	}
 	rep.BaseFailures, rep.BaseVet = k.baseFailures, k.baseVet
-	prs := slices.DeleteFunc(c.Series.All(), func(pr runscbuild.PR) bool { return len(c.Only) > 0 && !slices.Contains(c.Only, pr.Name) })
-	for _, pr := range prs {
-		k.steps++
-		if !sameNames(c.Series.Needs(pr.Name), c.Series.Before(pr.Name)) {
-			k.steps++
-		}
-	}
 	rep.Only = c.Only
+	prs := slices.DeleteFunc(c.Series.All(), func(pr runscbuild.PR) bool { return len(c.Only) > 0 && !slices.Contains(c.Only, pr.Name) })
+	same := func(pr runscbuild.PR) bool {
+		return slices.Equal(names(c.Series.Needs(pr.Name)), names(c.Series.Before(pr.Name)))
+	}
 	for _, pr := range prs {
-		needs, before := c.Series.Needs(pr.Name), c.Series.Before(pr.Name)
-		v := Verdict{PR: pr.Name, After: pr.After, Carried: pr.Carried, SameAsAlone: sameNames(needs, before)}
-		v.Alone = k.row("alone", pr, needs)
+		k.steps += map[bool]int{true: 1, false: 2}[same(pr)]
+	}
+	for _, pr := range prs {
+		v := Verdict{PR: pr.Name, After: pr.After, Carried: pr.Carried, SameAsAlone: same(pr)}
+		v.Alone = k.row("alone", pr, c.Series.Needs(pr.Name))
 		if !v.SameAsAlone {
-			r := k.row("in-order", pr, before)
+			r := k.row("in-order", pr, c.Series.Before(pr.Name))
 			v.InOrder = &r
 		}
 		fmt.Fprintf(c.Log, "upstream-check: %s\n", v.Line())
@@ -228,8 +207,11 @@ func Check(c CheckConfig) (*Report, error) {
 	return rep, nil
 }
 
-func sameNames(a, b []runscbuild.PR) bool {
-	return slices.EqualFunc(a, b, func(x, y runscbuild.PR) bool { return x.Name == y.Name })
+func names(prs []runscbuild.PR) (out []string) {
+	for _, pr := range prs {
+		out = append(out, pr.Name)
+	}
+	return out
 }
 
 // prepareMaster clones Upstream into Work/master sharing its objects, and
@@ -611,10 +593,7 @@ func (k *checker) row(kind string, pr runscbuild.PR, needs []runscbuild.PR) Resu
 	k.step++
 	all := runscbuild.PatchesOf(append(slices.Clone(needs), pr)...)
 	cs := changes(pr.Patches)
-	r := Result{Patches: patchRefs(all), Packages: goPackages(cs)}
-	for _, n := range needs {
-		r.Needs = append(r.Needs, n.Name)
-	}
+	r := Result{Needs: names(needs), Patches: patchRefs(all), Packages: goPackages(cs)}
 	label := fmt.Sprintf("[%d/%d] %s %s", k.step, k.steps, pr.Name, kind)
 	fmt.Fprintf(k.Log, "upstream-check: %s: %d patches (%s)\n", label, len(all), strings.Join(append(slices.Clone(r.Needs), pr.Name), " "))
 
@@ -628,8 +607,6 @@ func (k *checker) row(kind string, pr runscbuild.PR, needs []runscbuild.PR) Resu
 	} else {
 		k.detail(label, "git am on master", r.MasterApply.Detail)
 	}
-	fmt.Fprintf(k.Log, "upstream-check: %s: master %.12s: am %s gofmt %s bazel-srcs %s own-test %s\n", label, k.masterBase,
-		r.MasterApply.word(), r.Gofmt.word(), r.BazelSrcs.word(), r.OwnTest.word())
 
 	// go: where it must build.
 	r.GoTree = k.goTreeName(append(slices.Clone(needs), pr))
@@ -650,8 +627,7 @@ func (k *checker) row(kind string, pr runscbuild.PR, needs []runscbuild.PR) Resu
 		}
 	}
 	r.Seconds = time.Since(start).Seconds()
-	fmt.Fprintf(k.Log, "upstream-check: %s: go %.12s: am %s build %s vet %s test %s own-tests %s mutations %s (%.0fs)\n", label, k.goBase,
-		r.GoApply.word(), r.Build.word(), r.Vet.word(), r.Test.word(), r.OwnTests.word(), r.Mutants.word(), r.Seconds)
+	fmt.Fprintf(k.Log, "upstream-check: %s: %s (%.0fs)\n", label, r.Summary(), r.Seconds)
 	return r
 }
 
