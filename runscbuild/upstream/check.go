@@ -610,7 +610,7 @@ func (k *checker) row(kind string, pr runscbuild.PR, needs []runscbuild.PR) Resu
 
 	// go: where it must build.
 	r.GoTree = k.goTreeName(append(slices.Clone(needs), pr))
-	r.GoApply = k.apply(k.goTree, k.goBase, "", all, []string{"--exclude=BUILD", "--exclude=*/BUILD"})
+	r.GoApply = k.apply(k.goTree, k.goBase, "", all, runscbuild.ExcludeBuildFiles)
 	if !r.GoApply.OK {
 		k.detail(label, "git am on the go tree", r.GoApply.Detail)
 	} else {
