@@ -335,7 +335,7 @@ func changedPatches(has, want report.Build) []string {
 }
 
 func (e *BuildError) Error() string {
-	return "table of " + selectorList(e.Selectors) + ": " + join(e.Problems, BuildProblem.String, "; ")
+	return "table of " + SelectorList(e.Selectors) + ": " + join(e.Problems, BuildProblem.String, "; ")
 }
 
 // join joins f of each of xs with sep.
@@ -352,7 +352,8 @@ func (e *BuildError) Stale() bool {
 	return slices.ContainsFunc(e.Problems, BuildProblem.Stale)
 }
 
-func selectorList(sels []Selector) string { return join(sels, Selector.String, " ") }
+// SelectorList names sels, blank-separated.
+func SelectorList(sels []Selector) string { return join(sels, Selector.String, " ") }
 
 // RE matches the harness's "name [context]" of the selector, without
 // blanks (the matrix splits harness flags at blanks).

@@ -123,9 +123,8 @@ func readMutationLists(s *runscbuild.Series) (map[string]*mutationList, error) {
 	return out, nil
 }
 
-// mutantTimeout is a mutated tree's -test.timeout. A mutation that makes
-// a test hang is caught either way (the binary fails, naming the test that
-// was running); a shorter wait only spends less time on it.
+// mutantTimeout is a mutated tree's -test.timeout: a hang is caught either
+// way, a shorter wait spends less time on it.
 const mutantTimeout = 3 * time.Minute
 
 // The outcomes of a mutation.
@@ -138,12 +137,9 @@ const (
 
 // Mutated is what a pull request's mutation list did to its tests.
 type Mutated struct {
-	List   string `json:"list"`   // patches/NN-name/mutations
-	SHA256 string `json:"sha256"` // of the list as read
-	// Invalid are the list's blocks that were not run: not three lines,
-	// a broken line identical to the original, a line not exactly once
-	// in the tree. Each fails the list.
-	Invalid []string `json:"invalid,omitempty"`
+	List    string   `json:"list"`              // patches/NN-name/mutations
+	SHA256  string   `json:"sha256"`            // of the list as read
+	Invalid []string `json:"invalid,omitempty"` // blocks not run (malformed, line not once in the tree): each fails the list
 	Results []Mutant `json:"results"`
 	Blocks  int      `json:"blocks"` // every block of the list, valid or not
 	Timeout string   `json:"timeout"`
@@ -211,10 +207,9 @@ type mutationList struct {
 }
 
 // mutate applies each mutation of list alone to the go tree as the row
-// left it (the pull request alone, its unit tests passed), builds the
-// mutated file's package and runs the row's unit tests as the row did;
-// then puts the file back. A mutation is caught when a test fails that
-// does not fail before any patch.
+// left it, builds the mutated package and runs the row's unit tests again,
+// then puts the file back. It is caught when a test fails that does not
+// fail before any patch.
 func (k *checker) mutate(label string, list *mutationList, r *Result) *Mutated {
 	start := time.Now()
 	m := &Mutated{List: list.name, SHA256: list.sha256, Blocks: list.blocks, Invalid: slices.Clone(list.invalid), Timeout: mutantTimeout.String()}
