@@ -48,11 +48,10 @@ func main() {
 	}
 }
 
-// fuzzTime is how long each fuzz target runs.
-var fuzzTime time.Duration
-
-// onlyPR, when set, is the one pull request prs builds.
-var onlyPR string
+var (
+	fuzzTime time.Duration // how long each fuzz target runs
+	onlyPR   string        // when set, the one pull request prs builds
+)
 
 // goIn runs the go command in dir with our stdout and stderr.
 func goIn(dir string, args ...string) error {
@@ -129,15 +128,14 @@ func run(verb string) error {
 	}
 }
 
-// unitTests runs the series' unit tests in tree's packages pkgs, then go
-// vet on the packages the series changes.
+// unitTests runs the series' unit tests in tree, then go vet on the
+// packages it changes.
 func unitTests(cfg runscbuild.Config, tree string, pkgs []string) error {
 	if len(pkgs) == 0 {
 		return fmt.Errorf("the patched tree %s has no _test.go files: the series must bring its unit tests", tree)
 	}
 	// As nobody, without the host's cgroups, as make upstream-check runs
-	// them: this machine's cgroups are not the tests' to change (the
-	// tests that need them run in the VMs, make upstream-tests).
+	// them: the tests that need cgroups run in the VMs.
 	for _, pkg := range pkgs {
 		bin := filepath.Join(cfg.WorkDir, "unit", strings.ReplaceAll(strings.TrimPrefix(pkg, "./"), "/", "_")+".test")
 		if err := goIn(tree, "test", "-c", "-o", bin, pkg); err != nil {
@@ -165,9 +163,8 @@ func unitTests(cfg runscbuild.Config, tree string, pkgs []string) error {
 	return nil
 }
 
-// dist builds f's runsc and shim from one tree and writes them, with the
-// runsc stamp as BUILD.json, into out/dist as a tarball named for the
-// version runsc reports; it refuses a runsc that does not report it.
+// dist writes f's runsc and shim, with the runsc stamp as BUILD.json, into
+// out/dist as a tarball named for the version runsc must report.
 func dist(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor) error {
 	tree, err := runscbuild.Ensure(cfg, m, f)
 	if err != nil {
@@ -215,8 +212,8 @@ func ensurePR(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor) e
 
 var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz\w+)\(\w+ \*testing\.F\)`)
 
-// fuzz runs every fuzz target in the packages pkgs of tree for fuzzTime:
-// the go command fuzzes one target of one package at a time.
+// fuzz runs every fuzz target in pkgs of tree for fuzzTime, one at a time
+// (as the go command must).
 func fuzz(tree string, pkgs []string) error {
 	for _, pkg := range pkgs {
 		files, err := filepath.Glob(filepath.Join(tree, pkg, "*_test.go"))

@@ -1,11 +1,5 @@
-// Command upstream prepares patches/series for gVisor: it writes the pull
-// requests with the sender's authorship and their descriptions (series),
-// checks them on an upstream checkout (check), keeps the committed patches
-// neutral (neutralize) and WORKSPACE in step (sync), and runs the matrix
-// behind the PR.md tables (evidence) and the series' tests in upstream's
-// files in the VMs (tests). The subcommands' flags are in usage below.
-//
-// See README, "Sending the series upstream".
+// Command upstream prepares patches/series for gVisor (usage below; README,
+// "Sending the series upstream").
 package main
 
 import (
@@ -77,18 +71,15 @@ func readSeries(root string) (*runscbuild.Series, error) {
 }
 
 // load reads the series and resolves the pinned gVisor module.
-func load(root string) (*runscbuild.Series, runscbuild.Module, error) {
-	s, err := readSeries(root)
-	if err != nil {
-		return nil, runscbuild.Module{}, err
+func load(root string) (s *runscbuild.Series, m runscbuild.Module, err error) {
+	if s, err = readSeries(root); err == nil {
+		m, err = runscbuild.ResolveModule(root)
 	}
-	m, err := runscbuild.ResolveModule(root)
 	return s, m, err
 }
 
-// cmdNeutralize rewrites patch files in place: the From: placeholder, no
-// trailer naming a person, one Assisted-by trailer. Use it on patches fresh
-// from git format-patch before committing them.
+// cmdNeutralize rewrites patch files fresh from git format-patch in place
+// for committing (patchmail.Neutralize).
 func cmdNeutralize(files []string) error {
 	if len(files) == 0 {
 		return fmt.Errorf("neutralize: name the patch files")
@@ -102,19 +93,17 @@ func cmdNeutralize(files []string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
-		if string(out) == string(data) {
-			continue
+		if string(out) != string(data) {
+			if err := os.WriteFile(f, out, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "upstream: neutralized %s\n", f)
 		}
-		if err := os.WriteFile(f, out, 0o644); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "upstream: neutralized %s\n", f)
 	}
 	return nil
 }
 
-// cmdEvidence runs the matrix behind the PR.md tables (make evidence): stock
-// runsc on every table's cases, each pull request's build on its own.
+// cmdEvidence runs the matrix behind the PR.md tables (make evidence).
 func cmdEvidence(root string, extra []string) error {
 	s, err := readSeries(root)
 	if err != nil {
@@ -137,8 +126,7 @@ func matrix(root string, args []string) error {
 
 // cmdTests builds the series' tests in upstream's test files (patched,
 // stock with the tests only, and with -prs each pull request's build) and
-// runs them in the matrix VMs (make upstream-tests);
-// out/upstream-tests/report.md has the results.
+// runs them in the matrix VMs (make upstream-tests).
 func cmdTests(root string, args []string) error {
 	fs := flag.NewFlagSet("tests", flag.ExitOnError)
 	dir := fs.String("dir", "", "a gVisor checkout or bare repository (upstream master) with the test files the go branch lacks")
@@ -309,9 +297,8 @@ func cmdSeries(root string, args []string) error {
 	return nil
 }
 
-// cmdCheck checks every pull request alone and in order on upstream master
-// and on the go branch made from it, writes out/upstream-check/report.md
-// and report.json, and exits non-zero unless all pass.
+// cmdCheck runs upstream.Check and writes out/upstream-check/report.{md,json};
+// it fails unless all pass.
 func cmdCheck(root string, args []string) error {
 	fs := flag.NewFlagSet("check", flag.ExitOnError)
 	dir := fs.String("dir", "", "a gVisor git repository, checkout or bare mirror, with master and the go branch (only read: the checks run in clones under -work)")
@@ -363,8 +350,7 @@ func cmdCheck(root string, args []string) error {
 }
 
 // defaultReports is where the PR.md tables come from when no report is
-// named: the runs kept with the series in patches/evidence/ (in name order:
-// a later one's cell wins), else the last matrix run, else none.
+// named: patches/evidence/ in name order, else the last matrix run.
 func defaultReports(root string) string {
 	if kept, _ := filepath.Glob(filepath.Join(root, "patches", "evidence", "*.json")); len(kept) > 0 {
 		sort.Strings(kept)
