@@ -32,10 +32,13 @@ func ChangesShim(patches []Patch) (bool, error) {
 	return false, nil
 }
 
-// EnsureShim builds gVisor's containerd shim from the tree Ensure returned
-// for f (one source for a flavor's runsc and shim), unless its stamp says
-// it is up to date.
-func EnsureShim(c Config, m Module, f Flavor, tree string) (string, error) {
+// EnsureShim builds f's runsc (Ensure) and gVisor's containerd shim from
+// the same tree, each unless its stamp says it is up to date.
+func EnsureShim(c Config, m Module, f Flavor) (string, error) {
+	tree, err := Ensure(c, m, f)
+	if err != nil {
+		return "", err
+	}
 	bin := ShimPath(c.BinDir, f.Name)
 	return ensure(c, m, f, bin, nil, func(string) error {
 		fmt.Fprintf(c.Log, "runscbuild: building %s from %s\n", bin, tree)

@@ -166,11 +166,7 @@ func unitTests(cfg runscbuild.Config, tree string, pkgs []string) error {
 // dist writes f's runsc and shim, with the runsc stamp as BUILD.json, into
 // out/dist as a tarball named for the version runsc must report.
 func dist(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor) error {
-	tree, err := runscbuild.Ensure(cfg, m, f)
-	if err != nil {
-		return err
-	}
-	shim, err := runscbuild.EnsureShim(cfg, m, f, tree)
+	shim, err := runscbuild.EnsureShim(cfg, m, f)
 	if err != nil {
 		return err
 	}
@@ -199,13 +195,11 @@ func dist(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor) error
 // ensurePR builds f, made of pull requests, and its shim when one of its
 // patches changes the shim.
 func ensurePR(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor) error {
-	tree, err := runscbuild.Ensure(cfg, m, f)
-	if err != nil {
-		return err
-	}
 	shim, err := runscbuild.ChangesShim(f.Patches)
-	if shim && err == nil {
-		_, err = runscbuild.EnsureShim(cfg, m, f, tree)
+	if err == nil && shim {
+		_, err = runscbuild.EnsureShim(cfg, m, f)
+	} else if err == nil {
+		_, err = runscbuild.Ensure(cfg, m, f)
 	}
 	return err
 }
