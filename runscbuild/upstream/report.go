@@ -53,18 +53,13 @@ func (r *Report) Markdown() string {
 				ps = append(ps, fmt.Sprintf("%s `%.12s`", p.Name, p.SHA256))
 			}
 			rows = append(rows, []string{v.name(), kind, strings.Join(ps, "<br>"),
-				cells(res.MasterApply, res.Gofmt, res.BazelSrcs, res.OwnTest),
-				cells(res.GoApply, res.Build, res.Vet, res.Test),
+				cell(res.MasterApply) + " / " + cell(res.Gofmt) + " / " + cell(res.BazelSrcs) + " / " + cell(res.OwnTest),
+				cell(res.GoApply) + " / " + cell(res.Build) + " / " + cell(res.Vet) + " / " + cell(res.Test),
 				fmt.Sprintf("%.0f", res.Seconds), verdict(res.OK())})
 		}
-		switch {
-		case v.InOrder != nil:
-			add("alone", v.Alone)
+		add(map[bool]string{true: "alone = in order", false: "alone"}[v.SameAsAlone && v.InOrder == nil], v.Alone)
+		if v.InOrder != nil {
 			add("in order", *v.InOrder)
-		case v.SameAsAlone:
-			add("alone = in order", v.Alone)
-		default:
-			add("alone", v.Alone)
 		}
 	}
 	b.WriteString(report.MarkdownTable([]string{"PR", "check", "patches applied (sha256)", "master: am / gofmt / BUILD / own test", "go: am / build / vet / test", "seconds", "verdict"}, rows))
@@ -80,15 +75,6 @@ func (r *Report) Markdown() string {
 }
 
 func cell(s Step) string { return oneLine(s.word()) }
-
-// cells is steps' cells in one, " / " between.
-func cells(steps ...Step) string {
-	var out []string
-	for _, s := range steps {
-		out = append(out, cell(s))
-	}
-	return strings.Join(out, " / ")
-}
 
 func verdict(ok bool) string {
 	if ok {
