@@ -214,10 +214,9 @@ func names(prs []runscbuild.PR) (out []string) {
 	return out
 }
 
-// prepareMaster clones Upstream into Work/master sharing its objects, and
-// makes the base commit: Base itself, or Base without the files whose
-// objects the repository lacks (a partial mirror), which git am could not
-// write a tree over. Only the master tree drops files: they are not Go.
+// prepareMaster clones Upstream into Work/master and makes the base commit:
+// Base, without the files whose blobs a partial mirror lacks (git am could
+// not write a tree over them; they are not Go).
 func (k *checker) prepareMaster() (TreeInfo, error) {
 	if _, err := gitIn(k.Upstream, "rev-parse", "--git-dir"); err != nil {
 		return TreeInfo{}, fmt.Errorf("%s is not a git repository of gVisor: %w", k.Upstream, err)
@@ -248,9 +247,8 @@ func (k *checker) prepareMaster() (TreeInfo, error) {
 	return info, nil
 }
 
-// checkout makes dir a fresh clone of Upstream sharing its objects, with
-// info's commit checked out as check/base; when the repository lacks
-// blobs of that commit, fix makes the commit to check out instead.
+// checkout makes dir a fresh clone of Upstream with info's commit checked
+// out as check/base, or the one fix makes when blobs of it are missing.
 func (k *checker) checkout(dir string, info *TreeInfo, fix func(missing []string) (commit string, made []string, err error)) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
@@ -296,10 +294,8 @@ func GoCommit(repo, goRef, base string) (string, error) {
 	return "", fmt.Errorf("no commit of %s in %s merges master %.12s into the go branch: the go command cannot build that master (it is newer than the go branch, or not on master); check on a master commit the go branch has, e.g. BASE=%.12s", goRef, repo, base, newest)
 }
 
-// prepareGo makes Work/go: the go branch's commit made from master, with
-// the files whose blobs the repository lacks taken from the pinned module,
-// plus master's tests of the touched packages and the test-only packages
-// they import.
+// prepareGo makes Work/go: the go branch's commit made from master (blobs
+// the repository lacks from the pinned module) plus master's tests.
 func (k *checker) prepareGo(masterSHA string) (TreeInfo, error) {
 	goSHA, err := GoCommit(k.Upstream, k.GoRef, masterSHA)
 	if err != nil {
@@ -368,10 +364,9 @@ func (k *checker) fillFromModule(goSHA string, missing []string) (string, []stri
 	return commit, made, err
 }
 
-// addMasterTests checks out master's _test.go files (and testdata) of the
-// touched packages into the go tree, then every package they import that
-// the go branch lacks (test-only packages: master's non-test files of that
-// folder), until the go command finds every import; and commits them.
+// addMasterTests commits into the go tree master's _test.go files and
+// testdata of the touched packages, and the test-only packages they import
+// that the go branch lacks, until the go command finds every import.
 func (k *checker) addMasterTests(masterSHA string) (string, []string, error) {
 	var files, testPkgs, left []string
 	for _, pkg := range k.pkgs {
@@ -486,9 +481,8 @@ func (k *checker) lsTree(rev, dir string) ([]string, error) {
 	return strings.Split(out, "\n"), err
 }
 
-// missingImports lists the folders of the tree's own module (gVisor's)
-// packages that the touched packages or their tests import and the go
-// tree lacks.
+// missingImports lists the folders of gVisor's packages the touched
+// packages or their tests import and the go tree lacks.
 func (k *checker) missingImports() ([]string, error) {
 	out, err := goIn(k.goTree, append([]string{"list", "-e", "-deps", "-test", "-f", "{{.ImportPath}}"}, dotSlash(k.pkgs)...)...)
 	if err != nil {
@@ -512,9 +506,9 @@ func (k *checker) missingImports() ([]string, error) {
 	return missing, nil
 }
 
-// checkBase builds, vets and tests the go tree before any patch: a tree
-// that does not build or vet on its own cannot judge a pull request. Tests
-// that already fail are recorded, and no row fails for them.
+// checkBase builds, vets and tests the go tree before any patch: one that
+// does not build or vet cannot judge a pull request; the tests that fail
+// already fail no row.
 func (k *checker) checkBase() error {
 	fmt.Fprintf(k.Log, "upstream-check: go tree %.12s before any patch: build, vet, test (the first build is the cold one)\n", k.goBase)
 	var r Result
@@ -631,8 +625,7 @@ func (k *checker) row(kind string, pr runscbuild.PR, needs []runscbuild.PR) Resu
 	return r
 }
 
-// goTreeName names a row's go tree: the go branch's commit, master's
-// tests, the pull requests applied.
+// goTreeName names a row's go tree.
 func (k *checker) goTreeName(prs []runscbuild.PR) string {
 	name := fmt.Sprintf("go branch %.9s", k.goSHA)
 	if k.goBase != k.goSHA {
@@ -644,9 +637,8 @@ func (k *checker) goTreeName(prs []runscbuild.PR) string {
 	return name
 }
 
-// judgeOwnTests is the own-tests step of a row whose test step ran: the
-// test functions that the last own patches applied to the go tree add or
-// change, and what they did.
+// judgeOwnTests is the own-tests step of a row whose test step ran, for
+// the last own patches applied.
 func (k *checker) judgeOwnTests(own int) (Step, []Own) {
 	if k.hard {
 		return Step{}, nil
@@ -677,8 +669,8 @@ func (k *checker) mutationsStep(label string, pr runscbuild.PR, r *Result) (Step
 	return s, m
 }
 
-// apply checks out base in dir (on branch, or detached when branch is "")
-// and applies patches one at a time with git am.
+// apply checks out base in dir (on branch, or detached when "") and
+// applies patches one at a time with git am.
 func (k *checker) apply(dir, base, branch string, patches []runscbuild.Patch, amArgs []string) Step {
 	co := []string{"checkout", "-q", "-f", "--detach", base}
 	if branch != "" {
@@ -700,8 +692,8 @@ func (k *checker) apply(dir, base, branch string, patches []runscbuild.Patch, am
 	return Step{Ran: true, OK: true}
 }
 
-// goSteps builds, vets and tests r.Packages in the go tree as it is, under
-// the build lock. A step that fails stops the next ones.
+// goSteps builds, vets and tests r.Packages in the go tree under the build
+// lock; a step that fails stops the next ones.
 func (k *checker) goSteps(label string, r *Result) {
 	if k.Lock != nil {
 		unlock, err := k.Lock()
@@ -807,8 +799,7 @@ func (k *checker) gofmt(cs []patchmail.FileChange) Step {
 }
 
 // bazelSrcs: upstream builds with Bazel, so every Go file a pull request
-// adds must be named in its folder's BUILD file (go_library or go_test
-// srcs). Without Bazel this is the check that catches a forgotten entry.
+// adds must be named in its folder's BUILD file.
 func (k *checker) bazelSrcs(cs []patchmail.FileChange) Step {
 	var missing []string
 	added := 0
@@ -849,8 +840,7 @@ func ownTest(cs []patchmail.FileChange) Step {
 	return Step{Ran: true, OK: true, Note: n}
 }
 
-// missingBlobs lists the files of commit whose blobs are not in the object
-// store.
+// missingBlobs lists the files of commit whose blobs the store lacks.
 func missingBlobs(repo, commit string) ([]string, error) {
 	out, err := gitIn(repo, "ls-tree", "-r", "-z", commit)
 	if err != nil {
@@ -895,9 +885,8 @@ func commitWithout(repo, commit string, paths []string) (string, error) {
 	})
 }
 
-// commitIndex commits, as a child of commit, commit's tree as edit leaves
-// it in a temporary index (edit's git commands take env to use it), with
-// the message edit returns.
+// commitIndex commits, as a child of commit, its tree as edit leaves it in
+// a temporary index (env for edit's git commands), with edit's message.
 func commitIndex(repo, commit string, edit func(env []string) (msg string, err error)) (string, error) {
 	index := filepath.Join(repo, ".git", "upstream-check.index")
 	defer os.Remove(index)
@@ -916,8 +905,7 @@ func commitIndex(repo, commit string, edit func(env []string) (msg string, err e
 	return gitLine(repo, "commit-tree", strings.TrimSpace(tree), "-p", commit, "-m", msg)
 }
 
-// packageName is the package of the non-test Go files in dir ("" when it
-// has none, as for a package a patch adds).
+// packageName is the package of the non-test Go files in dir, or "".
 func packageName(dir string) (string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
@@ -958,11 +946,10 @@ func dotSlash(pkgs []string) []string {
 // vetFinding is one go vet diagnostic: "file:line:col: message".
 var vetFinding = regexp.MustCompile(`^([^\s:]+\.go):\d+:\d+: (.*)$`)
 
-// vet runs go vet on pkgs. Upstream vets with its own analyzers (nogo), so
-// its files draw findings from go vet's defaults: a row fails for the
-// findings (file and message, line numbers aside) that outnumber those
-// of the go tree before any patch, and for any error that is not a
-// finding (a package that does not type-check).
+// vet runs go vet on pkgs. Upstream vets with its own analyzers, so its
+// files draw findings from go vet's defaults: a row fails for findings
+// (file and message) beyond the go tree's before any patch, and for any
+// error that is not a finding.
 func (k *checker) vet(pkgs []string) Step {
 	k.vetFindings, k.vetHard = map[string]int{}, false
 	out, err := goIn(k.goTree, append([]string{"vet"}, pkgs...)...)
@@ -1007,7 +994,7 @@ func (k *checker) vet(pkgs []string) Step {
 }
 
 // snapshot copies the series' patch files into dir and returns the
-// series with its patches there.
+// series read from there.
 func snapshot(s *runscbuild.Series, dir string) (*runscbuild.Series, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
