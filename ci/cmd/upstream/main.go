@@ -144,14 +144,22 @@ func cmdTests(root string, args []string) error {
 	if err != nil {
 		return err
 	}
-	// Each run: its name, the patches its tree takes, whether only their
-	// test hunks.
+	// Each run, and the runsc its test binary runs against: stock's tree
+	// takes only the test hunks of the series.
 	type build struct {
-		run       upstream.TestRun
-		patches   []runscbuild.Patch
-		testsOnly bool
+		run    upstream.TestRun
+		flavor runscbuild.Flavor
 	}
-	builds := []build{{upstream.TestRun{Name: "patched", Tests: all}, s.Patches(), false}, {upstream.TestRun{Name: "stock", Tests: all}, s.Patches(), true}}
+	builds := []build{{upstream.TestRun{Name: "patched", Tests: all}, runscbuild.Flavor{Name: "patched", Patches: s.Patches()}}, {upstream.TestRun{Name: "stock", Tests: all}, runscbuild.Flavor{Name: "stock"}}}
+	for _, pr := range s.PRs {
+		own, err := upstream.AddedTests(pr.Patches)
+		if err != nil {
+			return err
+		}
+		if f := runscbuild.PRFlavor(s, pr); *prs && len(own) > 0 {
+			builds = append(builds, build{upstream.TestRun{Name: f.Name, Tests: own}, f})
+		}
+	}
 	cfg := runscbuild.DefaultConfig(root)
 	unlock, err := runscbuild.Lock(cfg.WorkDir, os.Stderr)
 	if err != nil {
@@ -160,32 +168,19 @@ func cmdTests(root string, args []string) error {
 	// Held while building only, not through the VMs' run.
 	unlock = sync.OnceFunc(unlock)
 	defer unlock()
-	// Each test binary runs against the runsc of the same patches.
-	for _, f := range []runscbuild.Flavor{{Name: "stock"}, {Name: "patched", Patches: s.Patches()}} {
-		if _, err := runscbuild.Ensure(cfg, m, f); err != nil {
-			return err
-		}
-	}
-	for _, pr := range s.PRs {
-		own, err := upstream.AddedTests(pr.Patches)
-		if err != nil {
-			return err
-		}
-		if !*prs || len(own) == 0 {
-			continue
-		}
-		f := runscbuild.PRFlavor(s, pr)
-		if _, err := runscbuild.Ensure(cfg, m, f); err != nil {
-			return err
-		}
-		builds = append(builds, build{upstream.TestRun{Name: f.Name, Tests: own}, f.Patches, false})
-	}
 	var runs []upstream.TestRun
 	var bins []string
 	for _, b := range builds {
+		if _, err := runscbuild.Ensure(cfg, m, b.flavor); err != nil {
+			return err
+		}
+		patches, testsOnly := b.flavor.Patches, b.flavor.Name == "stock"
+		if testsOnly {
+			patches = s.Patches()
+		}
 		tree := filepath.Join(cfg.WorkDir, "upstream-tests-"+b.run.Name)
-		fmt.Fprintf(os.Stderr, "upstream: %s: the go branch, upstream's test files at %s, %d patches%s\n", tree, *rev, len(b.patches), map[bool]string{true: " (their test hunks only)"}[b.testsOnly])
-		if err := runscbuild.UpstreamTestTree(m, *dir, *rev, tree, b.patches, b.testsOnly, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "upstream: %s: the go branch, upstream's test files at %s, %d patches%s\n", tree, *rev, len(patches), map[bool]string{true: " (their test hunks only)"}[testsOnly])
+		if err := runscbuild.UpstreamTestTree(m, *dir, *rev, tree, patches, testsOnly, os.Stderr); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "upstream: building %s (a few minutes on 2 cores when cold)\n", b.run.Binary())
