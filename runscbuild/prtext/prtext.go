@@ -26,15 +26,6 @@ import (
 	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
-// Outcomes as the reports spell them, and one for a cell no record fills.
-const (
-	Pass       = report.Pass
-	Fail       = report.Fail
-	Divergence = report.Divergence
-	Skip       = report.Skip
-	Missing    = report.Missing
-)
-
 // Outcome is one case, in one caller context, run by one runtime in one
 // host mode.
 type Outcome struct {
@@ -141,7 +132,7 @@ func (r *Results) addHost(host string, results []report.Result, builds map[strin
 	r.addMode(host)
 	for _, x := range results {
 		o := Outcome{Case: x.Case, Context: x.Context, Runtime: x.Runtime, Mode: host, Outcome: x.Outcome, Reason: x.Reason, Trials: x.Trials}
-		if x.Outcome == Fail {
+		if x.Outcome == report.Fail {
 			o.Reason = strings.Join(x.Unexpected(), "; ")
 		}
 		if b, ok := builds[x.Runtime]; ok {
@@ -390,7 +381,7 @@ func rowName(r report.Row) string {
 }
 
 // symbols are what a cell says of each outcome.
-var symbols = report.Symbols{Pass: "✓", Divergence: "✗", Fail: "FAIL", Skip: "–", Missing: "?"}
+var symbols = report.Symbols{report.Pass: "✓", report.Divergence: "✗", report.Fail: "FAIL", report.Skip: "–", report.Missing: "?"}
 
 // Bug is what a cell says, before the last step, of a failure the last
 // step passes: the failure a later step fixes. FAIL is left for the rest.
@@ -403,17 +394,17 @@ const MinKills = 10
 // word is what a cell says of o, one step's outcome; after is the last's.
 func word(o Outcome, last bool, after report.Outcome) string {
 	switch {
-	case o.Outcome == Fail && !last && after == Pass:
+	case o.Outcome == report.Fail && !last && after == report.Pass:
 		return Bug
 	case tooFewKills(o):
-		return fmt.Sprintf("%s (%s: too few)", symbols.Of(Pass), kills(o.Trials.Killed))
+		return fmt.Sprintf("%s (%s: too few)", symbols.Of(report.Pass), kills(o.Trials.Killed))
 	}
 	return symbols.Of(o.Outcome)
 }
 
 // tooFewKills: a kill storm's pass on fewer than MinKills landed kills.
 func tooFewKills(o Outcome) bool {
-	return o.Outcome == Pass && o.Trials != nil && o.Trials.Killed < MinKills
+	return o.Outcome == report.Pass && o.Trials != nil && o.Trials.Killed < MinKills
 }
 
 func kills(n int) string {
@@ -458,7 +449,7 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 		if o, ok := g.At(report.Row{Case: r.Case, Context: r.Context, Runtime: rt}, mode); ok {
 			return o
 		}
-		return Outcome{Case: r.Case, Context: r.Context, Runtime: rt, Mode: mode, Outcome: Missing}
+		return Outcome{Case: r.Case, Context: r.Context, Runtime: rt, Mode: mode, Outcome: report.Missing}
 	}
 	proof, err := newProof(cols)
 	if err != nil {
@@ -478,11 +469,11 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 	// note per runtime and case, with the first mode's words and its modes.
 	failModes, failFirst := map[noteKey][]string{}, map[noteKey]string{}
 	note := func(o Outcome, word, mode string) {
-		if o.Outcome == Pass || o.Outcome == Skip || o.Outcome == Missing {
+		if o.Outcome == report.Pass || o.Outcome == report.Skip || o.Outcome == report.Missing {
 			return
 		}
 		k := noteKey{o.Runtime, o.Case, word, oneLine(o.Reason)}
-		if o.Outcome == Fail {
+		if o.Outcome == report.Fail {
 			k.reason = ""
 			if _, ok := failFirst[k]; !ok {
 				failFirst[k] = oneLine(o.Reason)
@@ -514,7 +505,7 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 			}
 			line = append(line, strings.Join(words, " → "))
 			switch {
-			case a.Outcome != Pass && a.Outcome != Skip:
+			case a.Outcome != report.Pass && a.Outcome != report.Skip:
 				warnings = append(warnings, fmt.Sprintf("%s on %s: %s is %s", rowName(r), mode, cols.After, a.Outcome))
 			case tooFewKills(a):
 				warnings = append(warnings, fmt.Sprintf("%s on %s: %s passes on %s, fewer than %d", rowName(r), mode, cols.After, kills(a.Trials.Killed), MinKills))
@@ -623,7 +614,7 @@ func newProof(cols Columns) (*proof, error) {
 
 // add checks one printed cell.
 func (p *proof) add(o Outcome) {
-	if o.Outcome == Missing {
+	if o.Outcome == report.Missing {
 		return
 	}
 	p.seen[o.Runtime] = true
