@@ -110,8 +110,8 @@ func Run(dir string, env []string, name string, args ...string) (string, error) 
 
 type git struct{ dir string }
 
-// gitIdentity is a fixed one: the work tree is throwaway, and CI machines
-// have no git config.
+// gitIdentity: the work tree is throwaway, and CI machines have no git
+// config.
 var gitIdentity = []string{
 	"GIT_AUTHOR_NAME=runscbuild", "GIT_AUTHOR_EMAIL=runscbuild@localhost",
 	"GIT_COMMITTER_NAME=runscbuild", "GIT_COMMITTER_EMAIL=runscbuild@localhost",
@@ -157,8 +157,7 @@ func (g git) am(p Patch) error {
 }
 
 // excludes keeps out of the tree a patch's BUILD hunks and its changes to
-// upstream test files the tree lacks (the go branch ships no _test.go; the
-// upstream test tree has them, see UpstreamTestTree).
+// upstream test files the tree lacks (the go branch ships no _test.go).
 func (g git) excludes(p Patch) ([]string, error) {
 	b, err := os.ReadFile(p.Path)
 	if err != nil {
@@ -228,8 +227,8 @@ func Build(tree, out, version string, log io.Writer) error {
 	return nil
 }
 
-// TestPackages lists the packages of tree that hold _test.go files. The go
-// branch ships none, so every one of them comes from the series.
+// TestPackages lists the packages of tree with _test.go files: the go
+// branch ships none, so all are the series'.
 func TestPackages(tree string) ([]string, error) {
 	set := map[string]bool{}
 	err := filepath.WalkDir(tree, func(path string, d os.DirEntry, err error) error {
@@ -255,7 +254,7 @@ func TestPackages(tree string) ([]string, error) {
 }
 
 // ChangedPackages lists the packages whose Go files the series changed in
-// tree (relative to the pristine commit PrepareTree made), for go vet.
+// tree (since PrepareTree's pristine commit).
 func ChangedPackages(tree string) ([]string, error) {
 	g := git{dir: tree}
 	root, err := g.run("rev-list", "--max-parents=0", "HEAD")
@@ -293,8 +292,8 @@ func Lock(workDir string, log io.Writer) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-// Flavor is one of the binaries: stock, patched (the whole series), or one
-// pull request on stock with the ones it needs (PRFlavor).
+// Flavor is one of the binaries: stock, patched (the whole series), or a
+// pull request's (PRFlavor, NeedsFlavor).
 type Flavor struct {
 	Name    string // "stock", "patched" or "pr-NN-name"
 	Patches []Patch
@@ -366,8 +365,8 @@ func Ensure(c Config, m Module, f Flavor) (string, error) {
 	return tree, nil
 }
 
-// ensure builds bin with build unless its stamp says bin is up to date and
-// have (when set) says the rest is there; then it stamps bin.
+// ensure builds and stamps bin unless its stamp says it is up to date and
+// have (when set) says the rest is there.
 func ensure(c Config, m Module, f Flavor, bin string, have func() bool, build func(version string) error) (string, error) {
 	b, err := BuildOf(m, f.Patches)
 	if err != nil {

@@ -1,5 +1,5 @@
-// Command build-runsc builds bin/runsc-stock and bin/runsc-patched from the
-// gVisor version pinned in go.mod, and runs the unit tests the series adds.
+// Command build-runsc builds runsc from the gVisor version pinned in go.mod
+// and runs the unit tests the series adds; from the project root.
 //
 //	build-runsc build   # both binaries, skipped when up to date
 //	build-runsc [-pr NN-name] prs   # bin/runsc-pr-NN-name: stock + each pull
@@ -12,8 +12,6 @@
 //	build-runsc [-fuzztime D] fuzz   # run each fuzz target for D
 //	build-runsc dist    # out/dist: the patched runsc and its shim,
 //	                    # a versioned tarball with SHA256SUMS
-//
-// It runs in the project root: the folder with go.mod and patches/.
 package main
 
 import (

@@ -1,11 +1,7 @@
 // Package patchmail reads and rewrites the headers and trailers of `git
-// format-patch` mails, so the committed series carries no identity and one is
-// set only when the series is sent.
-//
-// The committed patches are authored by Placeholder and carry exactly one
-// trailer, AssistedBy (the form gVisor's CONTRIBUTING.md asks for). At send
-// time, Author puts the sender's name and address in From: and adds their
-// Signed-off-by:.
+// format-patch` mails: the committed series is authored by Placeholder with
+// one trailer, AssistedBy; at send time Author puts the sender in From: and
+// adds their Signed-off-by:.
 package patchmail
 
 import (
@@ -27,15 +23,13 @@ const Placeholder = "Author Set At Send Time <author@send-time.invalid>"
 // CONTRIBUTING.md ("Label AI-assisted Work") writes it.
 const AssistedBy = "Assisted-by: Claude"
 
-// identityTrailer matches trailers that name a person; the committed patches
-// carry none (Signed-off-by is added by Author).
+// identityTrailer matches trailers that name a person.
 var identityTrailer = regexp.MustCompile(`(?i)^(signed-off-by|co-authored-by|co-developed-by|reviewed-by|acked-by|tested-by):`)
 
 var assistedTrailer = regexp.MustCompile(`(?i)^assisted-by:`)
 
-// trailerLine matches a trailer: a hyphenated key ("Signed-off-by",
-// "Change-Id") or one of the usual one-word keys. Prose such as "Fix: it
-// does not." is not a trailer, although it looks like one.
+// trailerLine matches a trailer: a hyphenated key or one of the usual
+// one-word ones (prose such as "Fix: it does not." is not one).
 var trailerLine = regexp.MustCompile(`^([A-Za-z0-9]+(-[A-Za-z0-9]+)+|Fixes|Closes|Updates|Bug|Link|Cc): `)
 
 // Mail is a format-patch mail split into its parts. Joined back with String,

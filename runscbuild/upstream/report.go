@@ -12,9 +12,8 @@ import (
 	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
-// Markdown is the report for people: the two trees, then one table row per
-// check (a pull request alone, and in order when that differs), each with
-// the patches it applied and every step's result.
+// Markdown is the report for people: the two trees, then a table row per
+// check with the patches it applied and every step's result.
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# upstream-check\n\n")
@@ -98,8 +97,8 @@ func (r *Report) WriteFiles(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644)
 }
 
-// aloneSection is each pull request alone on the go tree: the tree built,
-// its unit tests as nobody, its own tests, and what its mutations did.
+// aloneSection is each pull request alone on the go tree: its tests and
+// what its mutations did.
 func (r *Report) aloneSection() string {
 	var b strings.Builder
 	b.WriteString("\n## Each pull request alone on the go tree, as nobody\n\n")

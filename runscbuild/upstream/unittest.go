@@ -16,10 +16,9 @@ import (
 )
 
 // NobodySandbox runs a unit test binary where it cannot touch the host's
-// cgroups: in a private mount namespace whose /sys/fs/cgroup (and systemd's
-// and D-Bus's sockets under /run) is an empty read-only tmpfs, as nobody,
-// with no capabilities. Tests that need root or a cgroup hierarchy skip or
-// fail there; they belong in the VMs (make matrix, make upstream-tests).
+// cgroups: as nobody, with no capabilities, in a private mount namespace
+// whose /sys/fs/cgroup (and systemd's and D-Bus's /run) is an empty
+// read-only tmpfs. Tests that need more belong in the VMs.
 func NobodySandbox(cmd *exec.Cmd) (*exec.Cmd, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the unit tests run as nobody in a private mount namespace without the host's cgroupfs, which takes root to set up: run make upstream-check as root")
