@@ -3,9 +3,8 @@ package upstream
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -84,17 +83,14 @@ func verdict(ok bool) string {
 
 // WriteFiles writes report.json and report.md into dir.
 func (r *Report) WriteFiles(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644)
+	return report.WriteFiles(dir, map[string]func(io.Writer) error{
+		"report.json": func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(r)
+		},
+		"report.md": func(w io.Writer) error { _, err := io.WriteString(w, r.Markdown()); return err },
+	})
 }
 
 // aloneSection is each pull request alone on the go tree: its tests and
