@@ -82,11 +82,3 @@ func UpstreamTestTree(m Module, gitDir, rev, dst string, patches []Patch, testsO
 	}
 	return g.amAll(patches, log, apply)
 }
-
-// BuildTest compiles the tests of pkg in tree into out, statically.
-func BuildTest(tree, pkg, out string, log io.Writer) error {
-	if err := Go(tree, log, "test", "-c", "-o", out, "./"+pkg).Run(); err != nil {
-		return fmt.Errorf("building the tests of %s in %s: %w", pkg, tree, err)
-	}
-	return nil
-}

@@ -184,8 +184,8 @@ func cmdTests(root string, args []string) error {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "upstream: building %s (a few minutes on 2 cores when cold)\n", b.run.Binary())
-		if err := runscbuild.BuildTest(tree, "runsc/container", filepath.Join(cfg.BinDir, b.run.Binary()), os.Stderr); err != nil {
-			return err
+		if err := runscbuild.Go(tree, os.Stderr, "test", "-c", "-o", filepath.Join(cfg.BinDir, b.run.Binary()), "./runsc/container").Run(); err != nil {
+			return fmt.Errorf("building the tests of runsc/container in %s: %w", tree, err)
 		}
 		runs = append(runs, b.run)
 		bins = append(bins, b.run.Binary(), "runsc-"+b.run.Name)
