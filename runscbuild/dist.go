@@ -17,10 +17,9 @@ type DistFile struct {
 	Mode       int64
 }
 
-// Dist writes dir/NAME.tar.gz, a release of files in the folder NAME/ with
-// a SHA256SUMS of them beside, and dir/SHA256SUMS naming the tarball; it
-// returns the tarball's path. Headers carry no owner and one fixed time, and
-// gzip no name or time, so that the same files give the same bytes.
+// Dist writes dir/NAME.tar.gz (files in NAME/ with their SHA256SUMS) and
+// dir/SHA256SUMS naming it, and returns its path. No owner, one fixed time
+// and a gzip header without name or time: the same files, the same bytes.
 func Dist(dir, name string, files []DistFile) (string, error) {
 	var sums bytes.Buffer
 	for _, f := range files {

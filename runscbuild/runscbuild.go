@@ -1,13 +1,9 @@
-// Package runscbuild turns the pinned gvisor.dev/gvisor module into runsc
-// binaries: a stock one, and a patched one with patches/series applied (the
-// series format and its pull-request folders are in series.go).
-//
-// The module source comes from the Go module proxy (go.mod is the one place
-// that names its version). It is copied into an ignored work folder, made a
-// git repository, patched with `git am` one patch at a time (so a failure
-// names the patch file and the hunk), and built with CGO_ENABLED=0: runsc
-// re-executes itself inside its own chroot, where a dynamic binary cannot
-// find its loader.
+// Package runscbuild turns the gvisor.dev/gvisor module go.mod pins into
+// runsc binaries: stock, and patched with patches/series (series.go). The
+// source is copied into work/, made a git repository, patched with `git am`
+// one patch at a time (a failure names the patch and the hunk), and built
+// with CGO_ENABLED=0: runsc re-executes itself inside its own chroot, where
+// a dynamic binary cannot find its loader.
 package runscbuild
 
 import (
@@ -28,9 +24,9 @@ import (
 // ModulePath is the Go module that holds runsc.
 const ModulePath = "gvisor.dev/gvisor"
 
-// excludeBuildFiles keeps Bazel BUILD hunks out of the go-branch tree, which
-// has no BUILD files. The series carries them for upstream.
-var excludeBuildFiles = []string{"--exclude=BUILD", "--exclude=*/BUILD"}
+// ExcludeBuildFiles keeps the series' Bazel BUILD hunks, which are for
+// upstream, out of a go-branch tree (it has no BUILD files).
+var ExcludeBuildFiles = []string{"--exclude=BUILD", "--exclude=*/BUILD"}
 
 // Module is the pinned gVisor module as the go command resolves it.
 type Module struct {
@@ -46,14 +42,12 @@ type Config struct {
 	Log      io.Writer
 }
 
-// DefaultConfig is the project's layout under root: work/ and bin/, the
-// log on stderr.
+// DefaultConfig is the project's layout under root, the log on stderr.
 func DefaultConfig(root string) Config {
 	return Config{RepoRoot: root, WorkDir: filepath.Join(root, "work"), BinDir: filepath.Join(root, "bin"), Log: os.Stderr}
 }
 
-// ResolveModule asks the go command for the pinned gVisor module, downloading
-// it from the module proxy if the cache lacks it.
+// ResolveModule asks the go command for the pinned gVisor module.
 func ResolveModule(repoRoot string) (Module, error) {
 	cmd := exec.Command("go", "mod", "download", "-json", ModulePath)
 	cmd.Dir = repoRoot
@@ -81,10 +75,9 @@ func VersionString(m Module, seriesHash string) string {
 	return fmt.Sprintf("%s+cgpatches.%s", m.Version, seriesHash)
 }
 
-// PrepareTree copies the module source into dst (replacing it), makes it a
-// git repository with one commit of the pristine source, and applies the
-// patches in order. A patch that does not apply stops with an error naming
-// the patch file and showing the failing hunk.
+// PrepareTree makes dst a git repository of the pristine module source,
+// one commit, and applies the patches in order (an *ApplyError when one
+// does not apply).
 func PrepareTree(m Module, dst string, patches []Patch, log io.Writer) error {
 	if err := os.RemoveAll(dst); err != nil {
 		return fmt.Errorf("clearing %s: %w", dst, err)
@@ -103,8 +96,7 @@ func PrepareTree(m Module, dst string, patches []Patch, log io.Writer) error {
 }
 
 // Run runs name with args in dir, env added to ours, and returns its
-// output, stdout and stderr together; its error names the command and
-// ends with the output.
+// combined output; its error names the command and ends with the output.
 func Run(dir string, env []string, name string, args ...string) (string, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
@@ -118,8 +110,8 @@ func Run(dir string, env []string, name string, args ...string) (string, error) 
 
 type git struct{ dir string }
 
-// gitIdentity is a fixed one: the work tree is throwaway, and CI machines
-// have no git config.
+// gitIdentity: the work tree is throwaway, and CI machines have no git
+// config.
 var gitIdentity = []string{
 	"GIT_AUTHOR_NAME=runscbuild", "GIT_AUTHOR_EMAIL=runscbuild@localhost",
 	"GIT_COMMITTER_NAME=runscbuild", "GIT_COMMITTER_EMAIL=runscbuild@localhost",
@@ -148,8 +140,8 @@ func (g git) amAll(patches []Patch, log io.Writer, apply func(Patch) error) erro
 	return nil
 }
 
-// am applies one patch as a commit. On failure it aborts the am session and
-// asks `git apply --check -v` for the hunk that failed.
+// am applies one patch as a commit; on failure `git apply --check -v`
+// finds the hunk.
 func (g git) am(p Patch) error {
 	excludes, err := g.excludes(p)
 	if err != nil {
@@ -165,14 +157,13 @@ func (g git) am(p Patch) error {
 }
 
 // excludes keeps out of the tree a patch's BUILD hunks and its changes to
-// upstream test files the tree lacks (the go branch ships no _test.go; the
-// upstream test tree has them, see UpstreamTestTree).
+// upstream test files the tree lacks (the go branch ships no _test.go).
 func (g git) excludes(p Patch) ([]string, error) {
 	b, err := os.ReadFile(p.Path)
 	if err != nil {
 		return nil, err
 	}
-	out := slices.Clone(excludeBuildFiles)
+	out := slices.Clone(ExcludeBuildFiles)
 	for _, l := range strings.Split(string(b), "\n") {
 		f, ok := strings.CutPrefix(l, "--- a/")
 		if !ok || !strings.HasSuffix(f, "_test.go") {
@@ -204,8 +195,7 @@ func (e *ApplyError) Error() string {
 	return b.String()
 }
 
-// failingHunk keeps the part of `git apply -v` output that explains the
-// failure: from the first "error:" line on.
+// failingHunk keeps `git apply -v` output from the first "error:" line on.
 func failingHunk(applyOutput string) string {
 	lines := strings.Split(strings.TrimSpace(applyOutput), "\n")
 	for i, l := range lines {
@@ -237,8 +227,8 @@ func Build(tree, out, version string, log io.Writer) error {
 	return nil
 }
 
-// TestPackages lists the packages of tree that hold _test.go files. The go
-// branch ships none, so every one of them comes from the series.
+// TestPackages lists the packages of tree with _test.go files: the go
+// branch ships none, so all are the series'.
 func TestPackages(tree string) ([]string, error) {
 	set := map[string]bool{}
 	err := filepath.WalkDir(tree, func(path string, d os.DirEntry, err error) error {
@@ -264,7 +254,7 @@ func TestPackages(tree string) ([]string, error) {
 }
 
 // ChangedPackages lists the packages whose Go files the series changed in
-// tree (relative to the pristine commit PrepareTree made), for go vet.
+// tree (since PrepareTree's pristine commit).
 func ChangedPackages(tree string) ([]string, error) {
 	g := git{dir: tree}
 	root, err := g.run("rev-list", "--max-parents=0", "HEAD")
@@ -282,9 +272,8 @@ func ChangedPackages(tree string) ([]string, error) {
 	return slices.Sorted(maps.Keys(set)), nil
 }
 
-// Lock serializes builds that share workDir (several make runs, or a helper
-// script and a make run, must not rebuild the same tree at once). Call the
-// returned func to unlock.
+// Lock serializes builds that share workDir; call the returned func to
+// unlock.
 func Lock(workDir string, log io.Writer) (func(), error) {
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		return nil, err
@@ -303,28 +292,25 @@ func Lock(workDir string, log io.Writer) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-// Flavor is one of the binaries: stock, patched (the whole series), or one
-// pull request on stock with the ones it needs (PRFlavor).
+// Flavor is one of the binaries: stock, patched (the whole series), or a
+// pull request's (PRFlavor, NeedsFlavor).
 type Flavor struct {
 	Name    string // "stock", "patched" or "pr-NN-name"
 	Patches []Patch
 }
 
 // PRFlavor is stock runsc with pull request pr of s and the ones it needs:
-// what the pull request's before/after table compares with stock. Its
-// binary is bin/runsc-pr-NN-name, the runtime PRRuntime(pr.Name).
+// what its table compares with stock (bin/runsc-pr-NN-name, PRRuntime).
 func PRFlavor(s *Series, pr PR) Flavor {
 	return Flavor{Name: "pr-" + pr.Name, Patches: PatchesOf(append(s.Needs(pr.Name), pr)...)}
 }
 
-// PRRuntime names, in the harness and its reports, the build of PRFlavor.
+// PRRuntime names the build of PRFlavor in the harness.
 func PRRuntime(pr string) string { return "runsc-pr-" + pr }
 
-// NeedsFlavor is stock runsc with only the pull requests pr needs, without
-// pr itself: what the pull request's table shows beside its own build, so
-// that the difference is what pr alone changes. Its binary is
-// bin/runsc-needs-NN-name, the runtime NeedsRuntime(pr.Name). A pull
-// request that needs none has no such build (ok is false).
+// NeedsFlavor is stock runsc with only the pull requests pr needs: beside
+// pr's own build in its table, the difference is what pr alone changes
+// (bin/runsc-needs-NN-name, NeedsRuntime). ok is false when it needs none.
 func NeedsFlavor(s *Series, pr PR) (f Flavor, ok bool) {
 	needs := s.Needs(pr.Name)
 	if len(needs) == 0 {
@@ -333,13 +319,10 @@ func NeedsFlavor(s *Series, pr PR) (f Flavor, ok bool) {
 	return Flavor{Name: "needs-" + pr.Name, Patches: PatchesOf(needs...)}, true
 }
 
-// NeedsRuntime names, in the harness and its reports, the build of
-// NeedsFlavor.
+// NeedsRuntime names the build of NeedsFlavor in the harness.
 func NeedsRuntime(pr string) string { return "runsc-needs-" + pr }
 
-// RuntimeFlavor is the flavor of s whose binary the runtime name runs in
-// the harness (runsc-stock, runsc-patched, runsc-pr-NN-name,
-// runsc-needs-NN-name), or false for a runtime no flavor builds.
+// RuntimeFlavor is the flavor of s behind a harness runtime name, or false.
 func RuntimeFlavor(s *Series, runtime string) (Flavor, bool) {
 	name, ok := strings.CutPrefix(runtime, "runsc-")
 	switch {
@@ -361,10 +344,8 @@ func RuntimeFlavor(s *Series, runtime string) (Flavor, bool) {
 	return Flavor{}, false
 }
 
-// Ensure builds bin/runsc-<flavor> unless its stamp says it is up to date.
-// It returns the tree the binary was built from. The stamp records the
-// build (the gVisor version and each patch file's sha256) for the matrix
-// report.
+// Ensure builds bin/runsc-<flavor> unless its stamp says it is up to date,
+// and returns the tree it was built from.
 func Ensure(c Config, m Module, f Flavor) (string, error) {
 	bin := filepath.Join(c.BinDir, "runsc-"+f.Name)
 	tree := filepath.Join(c.WorkDir, "gvisor-"+f.Name)
@@ -384,8 +365,8 @@ func Ensure(c Config, m Module, f Flavor) (string, error) {
 	return tree, nil
 }
 
-// ensure builds bin with build unless its stamp says bin is up to date and
-// have (when set) says the rest is there; then it stamps bin.
+// ensure builds and stamps bin unless its stamp says it is up to date and
+// have (when set) says the rest is there.
 func ensure(c Config, m Module, f Flavor, bin string, have func() bool, build func(version string) error) (string, error) {
 	b, err := BuildOf(m, f.Patches)
 	if err != nil {
@@ -410,9 +391,8 @@ func ensure(c Config, m Module, f Flavor, bin string, have func() bool, build fu
 	return bin, nil
 }
 
-// CopyTree copies a module's regular-file tree, leaving out the folders
-// named skip (relative to src), and makes everything writable (the module
-// cache is read-only).
+// CopyTree copies a module's regular-file tree but the folders skip
+// (relative to src), all writable (the module cache is read-only).
 func CopyTree(src, dst string, skip ...string) error {
 	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 		if err != nil {

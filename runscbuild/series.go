@@ -22,27 +22,21 @@ import (
 //	pr 02-empty-path after 01-levels
 //	0003-runsc-container-empty-path.patch
 //
-// A "pr NAME [after DEP...]" line opens a pull request. NAME is two digits,
-// a dash and a lower-case slug, and is also the folder patches/NAME holding
-// that pull request's patch files and its description, PR.md. Each following
-// line, up to the next "pr" line, names one patch file in that folder
-// (leading blanks are allowed). "after" names the earlier pull requests this
-// one needs: it is checked alone on top of them (and what they need in turn).
-//
+// A "pr NAME [after DEP...]" line opens a pull request: NAME (two digits, a
+// dash, a lower-case slug) is also its folder, patches/NAME, with its patch
+// files and PR.md. Each following line names one patch file in it. "after"
+// names the earlier pull requests it is checked on (and what they need).
 // A "carry NAME [after DEP...]" line, after the last pull request, opens a
-// patch set this project carries for its own runsc and does not send
-// upstream; its folder holds CARRY.md, the reason, instead of PR.md. The
-// build and WORKSPACE apply carried patches after the pull requests.
+// set carried for our runsc only, applied last; its folder holds CARRY.md,
+// the reason, instead of PR.md.
 //
-// Every .patch file in a PR folder must be listed, and no .patch file may
-// sit directly in patches/, so a file dropped in and forgotten stops the
-// build instead of being silently left out.
+// Every .patch file in a PR folder must be listed, and none may sit in
+// patches/ itself: a file dropped in and forgotten stops the build.
 
 // SeriesFile is the series' name inside the patches folder.
 const SeriesFile = "series"
 
-// PRDescription is the name of a pull request's description in its folder,
-// and CarryReason that of a carried patch set.
+// A pull request's description in its folder, and a carried set's.
 const (
 	PRDescription = "PR.md"
 	CarryReason   = "CARRY.md"
@@ -52,10 +46,7 @@ var prName = regexp.MustCompile(`^[0-9]{2}-[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // Patch is one patch file of the series.
 type Patch struct {
-	// Name is the file's path relative to the patches folder, with a slash:
-	// "01-levels/0001-x.patch". It names the patch in errors, the Bazel label
-	// and the series hash.
-	Name string
+	Name string // relative to the patches folder: "01-levels/0001-x.patch"
 	Path string // the file on disk
 	PR   string // the pull request it belongs to
 }
@@ -70,8 +61,7 @@ type PR struct {
 	Carried bool   // a "carry" line: for our runsc only (CARRY.md)
 }
 
-// Description is the path of the pull request's PR.md (CARRY.md when
-// carried).
+// Description is the path of the pull request's PR.md (or CARRY.md).
 func (p PR) Description() string {
 	if p.Carried {
 		return filepath.Join(p.Dir, CarryReason)
@@ -81,11 +71,10 @@ func (p PR) Description() string {
 
 // Series is a parsed series file.
 type Series struct {
-	Path string // the series file
-	Dir  string // the patches folder holding it
-	PRs  []PR
-	// Carried is applied after PRs by the build, never sent upstream.
-	Carried []PR
+	Path    string // the series file
+	Dir     string // the patches folder holding it
+	PRs     []PR
+	Carried []PR // applied after PRs by the build, never sent upstream
 }
 
 // All lists the pull requests, then the carried sets: the build's order.
@@ -152,8 +141,7 @@ func PatchesOf(prs ...PR) []Patch {
 	return out
 }
 
-// ReadSeries reads and checks a series file (see the format above). Every
-// named patch file and every PR folder's PR.md must exist.
+// ReadSeries reads and checks a series file against its folders.
 func ReadSeries(seriesPath string) (*Series, error) {
 	f, err := os.Open(seriesPath)
 	if err != nil {
@@ -251,8 +239,8 @@ func (s *Series) parsePRLine(fields []string, line int, seen map[string]int) (PR
 	return pr, nil
 }
 
-// checkFolders holds the folders to the series: each PR folder has a PR.md
-// and only the patches the series lists; patches/ itself holds no patch.
+// checkFolders: each PR folder has its description and only the patches
+// the series lists; patches/ itself holds no patch.
 func (s *Series) checkFolders() error {
 	var problems []string
 	for _, pr := range s.All() {
@@ -290,9 +278,9 @@ func (s *Series) checkFolders() error {
 	return nil
 }
 
-// WorkspaceBlock is the text between "# series:begin" and "# series:end" in
-// WORKSPACE's patches = [...]: each pull request's name as a comment, then
-// its patches as labels of //patches, each line indented by indent.
+// WorkspaceBlock is the text between the WorkspaceMarkers in WORKSPACE's
+// patches = [...]: each pull request's name as a comment, then its patches
+// as labels of //patches.
 func WorkspaceBlock(s *Series, indent string) string {
 	var b strings.Builder
 	for _, pr := range s.All() {

@@ -17,10 +17,8 @@ func ShimPath(binDir, flavor string) string {
 	return filepath.Join(binDir, ShimName+"-"+flavor)
 }
 
-// ChangesShim reports whether one of patches changes the shim's source
-// (pkg/shim): the build of a pull request with such a patch (PRFlavor)
-// gets a shim of its own, so that its client cases compare stock with
-// stock + it.
+// ChangesShim reports whether one of patches changes pkg/shim: such a pull
+// request's build gets a shim of its own for its client cases.
 func ChangesShim(patches []Patch) (bool, error) {
 	for _, p := range patches {
 		b, err := os.ReadFile(p.Path)
@@ -34,11 +32,13 @@ func ChangesShim(patches []Patch) (bool, error) {
 	return false, nil
 }
 
-// EnsureShim builds gVisor's containerd shim (./shim of the go-branch tree)
-// from the tree Ensure returned for f, so that the shim and runsc of a flavor
-// come from the same source. Like runsc it is rebuilt only when its stamp
-// (the build: gVisor version and patch files; the Go version) changes.
-func EnsureShim(c Config, m Module, f Flavor, tree string) (string, error) {
+// EnsureShim builds f's runsc (Ensure) and gVisor's containerd shim from
+// the same tree, each unless its stamp says it is up to date.
+func EnsureShim(c Config, m Module, f Flavor) (string, error) {
+	tree, err := Ensure(c, m, f)
+	if err != nil {
+		return "", err
+	}
 	bin := ShimPath(c.BinDir, f.Name)
 	return ensure(c, m, f, bin, nil, func(string) error {
 		fmt.Fprintf(c.Log, "runscbuild: building %s from %s\n", bin, tree)

@@ -14,9 +14,8 @@ import (
 )
 
 // StampFormat identifies the stamp Ensure and EnsureShim write next to a
-// binary (bin/runsc-<flavor>.stamp): the build it came from, for the
-// matrix report, and what else the binary depends on, so that an unchanged
-// input set skips the two-minute build.
+// binary (bin/runsc-<flavor>.stamp): its build, for the matrix report, and
+// its other inputs, so that unchanged ones skip the build.
 const StampFormat = "runscbuild/stamp/v2"
 
 // Stamp is the content of a binary's .stamp file, as JSON.
@@ -27,9 +26,8 @@ type Stamp struct {
 	CGO string `json:"cgo"` // always CGO_ENABLED=0 (runsc re-executes itself in a chroot)
 }
 
-// BuildOf is the build of m with patches applied in order: each patch
-// file's sha256, and one digest of their names and contents (runsc
-// --version's +cgpatches suffix). The binary's sha256 is left to the build.
+// BuildOf is the build of m with patches: each patch file's sha256, and
+// one digest of their names and contents (runsc --version's +cgpatches).
 func BuildOf(m Module, patches []Patch) (report.Build, error) {
 	b := report.Build{GVisor: m.Version}
 	if len(patches) == 0 {
@@ -55,9 +53,8 @@ func stampFor(b report.Build) Stamp {
 	return Stamp{Format: StampFormat, Build: b, Go: runtime.Version(), CGO: "CGO_ENABLED=0"}
 }
 
-// upToDate tells whether the stamp at stampPath says bin was built from
-// want (with the binary's own sha256 matching): then it need not be built
-// again.
+// upToDate tells whether the stamp at stampPath says bin, as it is, was
+// built from want.
 func upToDate(bin, stampPath string, want Stamp) bool {
 	have, err := ReadStamp(stampPath)
 	if err != nil || have.Binary == "" {
@@ -84,8 +81,8 @@ func writeStamp(bin, stampPath string, s Stamp) error {
 	return os.WriteFile(stampPath, append(data, '\n'), 0o644)
 }
 
-// ReadStamp reads a stamp Ensure or EnsureShim wrote. A stamp of an older
-// format (before builds were recorded) is an error saying to rebuild.
+// ReadStamp reads a stamp; one of an older format is an error saying to
+// rebuild.
 func ReadStamp(path string) (Stamp, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

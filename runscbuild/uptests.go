@@ -30,10 +30,8 @@ var (
 )
 
 // UpstreamTestTree makes dst from the module source, upstream's test files
-// from the gVisor repository gitDir (a checkout or a bare repository) at
-// rev, and patches. With testsOnly it takes from the patches only their
-// changes to upstream's test files: stock runsc with the series' tests in
-// it, where they should fail.
+// from the gVisor repository gitDir at rev, and patches (with testsOnly,
+// only their changes to those files: stock runsc with the series' tests).
 func UpstreamTestTree(m Module, gitDir, rev, dst string, patches []Patch, testsOnly bool, log io.Writer) error {
 	if err := PrepareTree(m, dst, nil, log); err != nil {
 		return err
@@ -83,12 +81,4 @@ func UpstreamTestTree(m Module, gitDir, rev, dst string, patches []Patch, testsO
 		}
 	}
 	return g.amAll(patches, log, apply)
-}
-
-// BuildTest compiles the tests of pkg in tree into out, statically.
-func BuildTest(tree, pkg, out string, log io.Writer) error {
-	if err := Go(tree, log, "test", "-c", "-o", out, "./"+pkg).Run(); err != nil {
-		return fmt.Errorf("building the tests of %s in %s: %w", pkg, tree, err)
-	}
-	return nil
 }

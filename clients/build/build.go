@@ -144,11 +144,7 @@ func All(c Config) (*Binaries, error) {
 	}
 	b := &Binaries{RunscShim: map[string]string{}, Runsc: map[string]string{}}
 	for _, f := range []runscbuild.Flavor{{Name: "stock"}, {Name: "patched", Patches: patches.Patches()}} {
-		tree, err := runscbuild.Ensure(rc, m, f)
-		if err != nil {
-			return nil, err
-		}
-		shim, err := runscbuild.EnsureShim(rc, m, f, tree)
+		shim, err := runscbuild.EnsureShim(rc, m, f)
 		if err != nil {
 			return nil, err
 		}

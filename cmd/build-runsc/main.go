@@ -1,18 +1,17 @@
-// Command build-runsc builds bin/runsc-stock and bin/runsc-patched from the
-// gVisor version pinned in go.mod, and runs the unit tests the series adds.
+// Command build-runsc builds runsc from the gVisor version pinned in go.mod
+// and runs the unit tests the series adds; from the project root.
 //
-//	build-runsc [-repo DIR] build   # both binaries, skipped when up to date
-//	build-runsc [-repo DIR] [-pr NN-name] prs   # bin/runsc-pr-NN-name: stock +
-//	                                # each pull request (or only -pr) and what it
-//	                                # needs, for its table; bin/runsc-needs-NN-name:
-//	                                # stock + only what it needs (when it needs
-//	                                # any); each with its shim when one of its
-//	                                # pull requests changes the shim
-//	build-runsc [-repo DIR] test    # go test the packages the series adds tests to,
-//	                                # then run each of its fuzz targets briefly
-//	build-runsc [-repo DIR] [-fuzztime D] fuzz   # run each fuzz target for D
-//	build-runsc [-repo DIR] dist    # out/dist: the patched runsc and its shim,
-//	                                # a versioned tarball with SHA256SUMS
+//	build-runsc build   # both binaries, skipped when up to date
+//	build-runsc [-pr NN-name] prs   # bin/runsc-pr-NN-name: stock + each pull
+//	                    # request (or only -pr) and what it needs, for its
+//	                    # table; bin/runsc-needs-NN-name: stock + only what it
+//	                    # needs (when it needs any); each with its shim when
+//	                    # one of its pull requests changes the shim
+//	build-runsc test    # go test the packages the series adds tests to,
+//	                    # then run each of its fuzz targets briefly
+//	build-runsc [-fuzztime D] fuzz   # run each fuzz target for D
+//	build-runsc dist    # out/dist: the patched runsc and its shim,
+//	                    # a versioned tarball with SHA256SUMS
 package main
 
 import (
@@ -30,11 +29,10 @@ import (
 )
 
 func main() {
-	repo := flag.String("repo", ".", "project root: the folder with go.mod and patches/")
 	flag.StringVar(&onlyPR, "pr", "", "prs builds only this pull request's build (NN-name)")
 	flag.DurationVar(&fuzzTime, "fuzztime", 10*time.Second, "how long test and fuzz run each fuzz target of the series")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: build-runsc [-repo DIR] [-pr NN-name] [-fuzztime D] build|prs|test|fuzz|dist\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: build-runsc [-pr NN-name] [-fuzztime D] build|prs|test|fuzz|dist\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -42,17 +40,16 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*repo, flag.Arg(0)); err != nil {
+	if err := run(flag.Arg(0)); err != nil {
 		fmt.Fprintf(os.Stderr, "build-runsc: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-// fuzzTime is how long each fuzz target runs.
-var fuzzTime time.Duration
-
-// onlyPR, when set, is the one pull request prs builds.
-var onlyPR string
+var (
+	fuzzTime time.Duration // how long each fuzz target runs
+	onlyPR   string        // when set, the one pull request prs builds
+)
 
 // goIn runs the go command in dir with our stdout and stderr.
 func goIn(dir string, args ...string) error {
@@ -61,8 +58,8 @@ func goIn(dir string, args ...string) error {
 	return cmd.Run()
 }
 
-func run(repo, verb string) error {
-	root, err := filepath.Abs(repo)
+func run(verb string) error {
+	root, err := os.Getwd()
 	if err != nil {
 		return err
 	}
@@ -129,15 +126,14 @@ func run(repo, verb string) error {
 	}
 }
 
-// unitTests runs the series' unit tests in tree's packages pkgs, then go
-// vet on the packages the series changes.
+// unitTests runs the series' unit tests in tree, then go vet on the
+// packages it changes.
 func unitTests(cfg runscbuild.Config, tree string, pkgs []string) error {
 	if len(pkgs) == 0 {
 		return fmt.Errorf("the patched tree %s has no _test.go files: the series must bring its unit tests", tree)
 	}
 	// As nobody, without the host's cgroups, as make upstream-check runs
-	// them: this machine's cgroups are not the tests' to change (the
-	// tests that need them run in the VMs, make upstream-tests).
+	// them: the tests that need cgroups run in the VMs.
 	for _, pkg := range pkgs {
 		bin := filepath.Join(cfg.WorkDir, "unit", strings.ReplaceAll(strings.TrimPrefix(pkg, "./"), "/", "_")+".test")
 		if err := goIn(tree, "test", "-c", "-o", bin, pkg); err != nil {
@@ -165,15 +161,10 @@ func unitTests(cfg runscbuild.Config, tree string, pkgs []string) error {
 	return nil
 }
 
-// dist builds f's runsc and shim from one tree and writes them, with the
-// runsc stamp as BUILD.json, into out/dist as a tarball named for the
-// version runsc reports; it refuses a runsc that does not report it.
+// dist writes f's runsc and shim, with the runsc stamp as BUILD.json, into
+// out/dist as a tarball named for the version runsc must report.
 func dist(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor) error {
-	tree, err := runscbuild.Ensure(cfg, m, f)
-	if err != nil {
-		return err
-	}
-	shim, err := runscbuild.EnsureShim(cfg, m, f, tree)
+	shim, err := runscbuild.EnsureShim(cfg, m, f)
 	if err != nil {
 		return err
 	}
@@ -202,21 +193,19 @@ func dist(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor) error
 // ensurePR builds f, made of pull requests, and its shim when one of its
 // patches changes the shim.
 func ensurePR(cfg runscbuild.Config, m runscbuild.Module, f runscbuild.Flavor) error {
-	tree, err := runscbuild.Ensure(cfg, m, f)
-	if err != nil {
-		return err
-	}
 	shim, err := runscbuild.ChangesShim(f.Patches)
-	if shim && err == nil {
-		_, err = runscbuild.EnsureShim(cfg, m, f, tree)
+	if err == nil && shim {
+		_, err = runscbuild.EnsureShim(cfg, m, f)
+	} else if err == nil {
+		_, err = runscbuild.Ensure(cfg, m, f)
 	}
 	return err
 }
 
 var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz\w+)\(\w+ \*testing\.F\)`)
 
-// fuzz runs every fuzz target in the packages pkgs of tree for fuzzTime:
-// the go command fuzzes one target of one package at a time.
+// fuzz runs every fuzz target in pkgs of tree for fuzzTime, one at a time
+// (as the go command must).
 func fuzz(tree string, pkgs []string) error {
 	for _, pkg := range pkgs {
 		files, err := filepath.Glob(filepath.Join(tree, pkg, "*_test.go"))

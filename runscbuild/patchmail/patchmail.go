@@ -1,11 +1,7 @@
 // Package patchmail reads and rewrites the headers and trailers of `git
-// format-patch` mails, so the committed series carries no identity and one is
-// set only when the series is sent.
-//
-// The committed patches are authored by Placeholder and carry exactly one
-// trailer, AssistedBy (the form gVisor's CONTRIBUTING.md asks for). At send
-// time, Author puts the sender's name and address in From: and adds their
-// Signed-off-by:.
+// format-patch` mails: the committed series is authored by Placeholder with
+// one trailer, AssistedBy; at send time Author puts the sender in From: and
+// adds their Signed-off-by:.
 package patchmail
 
 import (
@@ -27,25 +23,22 @@ const Placeholder = "Author Set At Send Time <author@send-time.invalid>"
 // CONTRIBUTING.md ("Label AI-assisted Work") writes it.
 const AssistedBy = "Assisted-by: Claude"
 
-// identityTrailer matches trailers that name a person; the committed patches
-// carry none (Signed-off-by is added by Author).
+// identityTrailer matches trailers that name a person.
 var identityTrailer = regexp.MustCompile(`(?i)^(signed-off-by|co-authored-by|co-developed-by|reviewed-by|acked-by|tested-by):`)
 
 var assistedTrailer = regexp.MustCompile(`(?i)^assisted-by:`)
 
-// trailerLine matches a trailer: a hyphenated key ("Signed-off-by",
-// "Change-Id") or one of the usual one-word keys. Prose such as "Fix: it
-// does not." is not a trailer, although it looks like one.
+// trailerLine matches a trailer: a hyphenated key or one of the usual
+// one-word ones (prose such as "Fix: it does not." is not one).
 var trailerLine = regexp.MustCompile(`^([A-Za-z0-9]+(-[A-Za-z0-9]+)+|Fixes|Closes|Updates|Bug|Link|Cc): `)
 
 // Mail is a format-patch mail split into its parts. Joined back with String,
 // an unchanged Mail is byte for byte the input.
 type Mail struct {
 	Envelope string   // the "From <sha> Mon Sep 17 00:00:00 2001" line, with its newline
-	Header   []string // header fields, each unfolded to one line, without newline
+	Header   []string // header fields as written (folded lines joined by "\n"), without newline
 	Message  []string // the commit message body, up to the "---" line
 	Rest     string   // from the "---" line on: diffstat and diff
-	folded   []string // the header as written, one entry per field
 }
 
 // Parse splits a format-patch mail.
@@ -66,13 +59,10 @@ func Parse(data []byte) (*Mail, error) {
 	}
 	for _, line := range strings.Split(head, "\n") {
 		if (strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t")) && len(m.Header) > 0 {
-			i := len(m.Header) - 1
-			m.Header[i] += line
-			m.folded[i] += "\n" + line
+			m.Header[len(m.Header)-1] += "\n" + line
 			continue
 		}
 		m.Header = append(m.Header, line)
-		m.folded = append(m.folded, line)
 	}
 	// The message ends at the first line that is exactly "---"; a patch
 	// without one (no diffstat) ends at the first "diff --git".
@@ -98,7 +88,7 @@ func Parse(data []byte) (*Mail, error) {
 func (m *Mail) String() string {
 	var b strings.Builder
 	b.WriteString(m.Envelope)
-	for _, f := range m.folded {
+	for _, f := range m.Header {
 		b.WriteString(f + "\n")
 	}
 	b.WriteString("\n")
@@ -123,7 +113,7 @@ func (m *Mail) Get(name string) (string, bool) {
 	if i < 0 {
 		return "", false
 	}
-	_, v, _ := strings.Cut(m.Header[i], ":")
+	_, v, _ := strings.Cut(strings.ReplaceAll(m.Header[i], "\n", ""), ":")
 	return strings.TrimSpace(v), true
 }
 
@@ -131,16 +121,15 @@ func (m *Mail) Get(name string) (string, bool) {
 func (m *Mail) Set(name, value string) {
 	line := name + ": " + value
 	if i := m.field(name); i >= 0 {
-		m.Header[i], m.folded[i] = line, line
+		m.Header[i] = line
 		return
 	}
 	m.Header = append(m.Header, line)
-	m.folded = append(m.folded, line)
 }
 
-// trailerBlock returns the first and one-past-last index in m.Message of the
-// trailer block: the last paragraph, when every line of it is "Key: value".
-// With no trailer block, both are the index after the last non-blank line.
+// trailerBlock returns the bounds in m.Message of the trailer block: the
+// last paragraph, when every line of it is "Key: value"; with none, both
+// are the index after the last non-blank line.
 func (m *Mail) trailerBlock() (start, end int) {
 	end = len(m.Message)
 	for end > 0 && strings.TrimSpace(m.Message[end-1]) == "" {
@@ -164,8 +153,7 @@ func (m *Mail) Trailers() []string {
 	return slices.Clone(m.Message[start:end])
 }
 
-// setTrailers replaces the trailer block (adding one after a blank line
-// when there is none).
+// setTrailers replaces the trailer block (or adds one).
 func (m *Mail) setTrailers(trailers []string) {
 	start, end := m.trailerBlock()
 	msg := slices.Clone(m.Message[:start])
@@ -178,8 +166,8 @@ func (m *Mail) setTrailers(trailers []string) {
 }
 
 // Problems lists what keeps a committed patch from being neutral: a From:
-// other than Placeholder, a trailer naming a person, or anything but exactly
-// one AssistedBy trailer.
+// other than Placeholder, a trailer naming a person, or not exactly one
+// AssistedBy trailer.
 func Problems(data []byte) []string {
 	m, err := Parse(data)
 	if err != nil {
@@ -211,9 +199,8 @@ func Problems(data []byte) []string {
 	return out
 }
 
-// Neutralize makes a patch fit to commit: From: becomes Placeholder, trailers
-// naming a person are dropped, and any Assisted-by spelling becomes the one
-// AssistedBy trailer at the end of the message. The diff is not touched.
+// Neutralize makes a patch fit to commit: From: Placeholder, no trailer
+// naming a person, and one AssistedBy trailer at the end of the message.
 func Neutralize(data []byte) ([]byte, error) {
 	m, err := Parse(data)
 	if err != nil {
@@ -269,9 +256,8 @@ func (id Identity) Check() error {
 	return nil
 }
 
-// reservedDomain reports whether email's domain is one RFC 2606 reserves
-// (.example, .invalid, .test, .localhost, example.com/.net/.org): an
-// identity made up for a placeholder, never a person's.
+// reservedDomain reports whether email's domain is one RFC 2606 reserves:
+// made up for a placeholder, never a person's.
 func reservedDomain(email string) bool {
 	_, domain, _ := strings.Cut(strings.ToLower(email), "@")
 	return slices.ContainsFunc([]string{"example", "invalid", "test", "localhost", "example.com", "example.net", "example.org"}, func(d string) bool {
@@ -282,12 +268,12 @@ func reservedDomain(email string) bool {
 // String is "Name <email>", as in a Signed-off-by trailer.
 func (id Identity) String() string { return id.Name + " <" + id.Email + ">" }
 
-// phrase matches a name that needs no quoting in a mail header: words of
-// RFC 5322 atext separated by spaces, as git format-patch writes it.
+// phrase matches a name that needs no quoting in a mail header (RFC 5322
+// atext words), as git format-patch writes it.
 var phrase = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+( [A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$")
 
 // header is the From: value: the plain name when it can stand unquoted,
-// else as net/mail writes it (quoted, or RFC 2047-encoded when not ASCII).
+// else as net/mail writes it.
 func (id Identity) header() string {
 	if phrase.MatchString(id.Name) {
 		return id.Name + " <" + id.Email + ">"
@@ -297,10 +283,9 @@ func (id Identity) header() string {
 
 var subjectPrefix = regexp.MustCompile(`^\[PATCH[^\]]*\]\s*`)
 
-// Author rewrites a committed patch for sending as patch n of total: From:
-// is id, the subject is numbered [PATCH n/total] ([PATCH] when alone), and
-// "Signed-off-by: id" ends the trailers, after AssistedBy. It refuses a patch
-// that is not neutral (see Problems), so no other identity can slip through.
+// Author rewrites a neutral committed patch (Problems) for sending as patch
+// n of total: From: id, the subject [PATCH n/total] ([PATCH] when alone),
+// and "Signed-off-by: id" after AssistedBy.
 func Author(data []byte, id Identity, n, total int) ([]byte, error) {
 	if err := id.Check(); err != nil {
 		return nil, err
@@ -366,7 +351,7 @@ func Files(data []byte) []FileChange {
 }
 
 // NumberedName renames a format-patch file for position n: "0007-x.patch"
-// becomes "0002-x.patch" for n = 2.
+// is "0002-x.patch" for n = 2.
 func NumberedName(name string, n int) string {
 	rest := strings.TrimLeft(name, "0123456789")
 	if rest == name || !strings.HasPrefix(rest, "-") {

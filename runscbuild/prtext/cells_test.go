@@ -25,7 +25,7 @@ func results(cols Columns, outcomes ...Outcome) *Results {
 		o.Context, o.Mode = "host", "v1"
 		b := cols.Want[o.Runtime]
 		o.Build = &b
-		if o.Outcome == Fail && o.Reason == "" {
+		if o.Outcome == report.Fail && o.Reason == "" {
 			o.Reason = "gone: left /x"
 		}
 		res.Outcomes = append(res.Outcomes, o)
@@ -46,19 +46,19 @@ func TestTableCellsAgreeWithLegend(t *testing.T) {
 		row   string
 		notes []string // its note lines, in order
 	}{
-		{name: "needs alone fails, the pull request fixes it", cols: needsColumns(), cells: []report.Outcome{Divergence, Fail, Pass},
+		{name: "needs alone fails, the pull request fixes it", cols: needsColumns(), cells: []report.Outcome{report.Divergence, report.Fail, report.Pass},
 			row: "✗ → bug → ✓", notes: []string{"- ✗ c [host], runsc-stock: (the report gives no reason)", "- bug c [host], runsc-needs-02-b, in v1: gone: left /x"}},
-		{name: "stock and needs alone fail", cols: needsColumns(), cells: []report.Outcome{Fail, Fail, Pass},
+		{name: "stock and needs alone fail", cols: needsColumns(), cells: []report.Outcome{report.Fail, report.Fail, report.Pass},
 			row: "bug → bug → ✓", notes: []string{"- bug c [host], runsc-stock, in v1: gone: left /x", "- bug c [host], runsc-needs-02-b, in v1: gone: left /x"}},
-		{name: "what it needs fixes it", cols: needsColumns(), cells: []report.Outcome{Fail, Pass, Pass},
+		{name: "what it needs fixes it", cols: needsColumns(), cells: []report.Outcome{report.Fail, report.Pass, report.Pass},
 			row: "bug → ✓ → ✓", notes: []string{"- bug c [host], runsc-stock, in v1: gone: left /x"}},
-		{name: "the pull request fails too", cols: needsColumns(), cells: []report.Outcome{Fail, Fail, Fail},
+		{name: "the pull request fails too", cols: needsColumns(), cells: []report.Outcome{report.Fail, report.Fail, report.Fail},
 			row: "FAIL → FAIL → FAIL", notes: []string{"- FAIL c [host], runsc-stock, in v1: gone: left /x", "- FAIL c [host], runsc-needs-02-b, in v1: gone: left /x", "- FAIL c [host], runsc-pr-02-b, in v1: gone: left /x"}},
-		{name: "the pull request breaks it", cols: needsColumns(), cells: []report.Outcome{Pass, Pass, Fail},
+		{name: "the pull request breaks it", cols: needsColumns(), cells: []report.Outcome{report.Pass, report.Pass, report.Fail},
 			row: "✓ → ✓ → FAIL", notes: []string{"- FAIL c [host], runsc-pr-02-b, in v1: gone: left /x"}},
-		{name: "the pull request does not apply", cols: needsColumns(), cells: []report.Outcome{Fail, Fail, Skip},
+		{name: "the pull request does not apply", cols: needsColumns(), cells: []report.Outcome{report.Fail, report.Fail, report.Skip},
 			row: "FAIL → FAIL → –", notes: []string{"- FAIL c [host], runsc-stock, in v1: gone: left /x", "- FAIL c [host], runsc-needs-02-b, in v1: gone: left /x"}},
-		{name: "no needs: stock fails, the series fixes it", cols: cols(), cells: []report.Outcome{Fail, Pass},
+		{name: "no needs: stock fails, the series fixes it", cols: cols(), cells: []report.Outcome{report.Fail, report.Pass},
 			row: "bug → ✓", notes: []string{"- bug c [host], runsc-stock, in v1: gone: left /x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,7 +115,7 @@ func TestTableLegendPerColumns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var outs []Outcome
 			for _, rt := range tc.cols.runtimes() {
-				outs = append(outs, Outcome{Case: "c", Runtime: rt, Outcome: Pass})
+				outs = append(outs, Outcome{Case: "c", Runtime: rt, Outcome: report.Pass})
 			}
 			got, _, err := Table(results(tc.cols, outs...), []Selector{{Case: "c"}}, tc.cols)
 			if err != nil {
@@ -137,11 +137,11 @@ func TestTableTooFewKills(t *testing.T) {
 		return Outcome{Case: kase, Runtime: rt, Outcome: x, Trials: &report.Trials{Trials: 40, Killed: killed}}
 	}
 	res := results(c,
-		storm("none-landed", "runsc-stock", Pass, 0), storm("none-landed", "runsc-needs-02-b", Divergence, 0), storm("none-landed", "runsc-pr-02-b", Pass, 0),
-		storm("few", "runsc-stock", Divergence, 2), storm("few", "runsc-needs-02-b", Fail, 1), storm("few", "runsc-pr-02-b", Pass, 2),
-		storm("enough", "runsc-stock", Divergence, 12), storm("enough", "runsc-needs-02-b", Fail, 10), storm("enough", "runsc-pr-02-b", Pass, 10),
-		storm("one", "runsc-stock", Pass, 1), storm("one", "runsc-needs-02-b", Pass, 9), storm("one", "runsc-pr-02-b", Pass, 11),
-		Outcome{Case: "no-trials", Runtime: "runsc-stock", Outcome: Divergence}, Outcome{Case: "no-trials", Runtime: "runsc-needs-02-b", Outcome: Pass}, Outcome{Case: "no-trials", Runtime: "runsc-pr-02-b", Outcome: Pass},
+		storm("none-landed", "runsc-stock", report.Pass, 0), storm("none-landed", "runsc-needs-02-b", report.Divergence, 0), storm("none-landed", "runsc-pr-02-b", report.Pass, 0),
+		storm("few", "runsc-stock", report.Divergence, 2), storm("few", "runsc-needs-02-b", report.Fail, 1), storm("few", "runsc-pr-02-b", report.Pass, 2),
+		storm("enough", "runsc-stock", report.Divergence, 12), storm("enough", "runsc-needs-02-b", report.Fail, 10), storm("enough", "runsc-pr-02-b", report.Pass, 10),
+		storm("one", "runsc-stock", report.Pass, 1), storm("one", "runsc-needs-02-b", report.Pass, 9), storm("one", "runsc-pr-02-b", report.Pass, 11),
+		Outcome{Case: "no-trials", Runtime: "runsc-stock", Outcome: report.Divergence}, Outcome{Case: "no-trials", Runtime: "runsc-needs-02-b", Outcome: report.Pass}, Outcome{Case: "no-trials", Runtime: "runsc-pr-02-b", Outcome: report.Pass},
 	)
 	got, warnings, err := Table(res, []Selector{{Case: "none-landed"}, {Case: "few"}, {Case: "enough"}, {Case: "one"}, {Case: "no-trials"}}, c)
 	if err != nil {

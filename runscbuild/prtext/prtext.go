@@ -1,26 +1,19 @@
 // Package prtext fills the before/after tables of a pull request's PR.md
-// from a harness run, so no outcome in a description is typed by hand.
-//
-// A PR.md asks for a table with a marker on a line of its own:
+// from a harness run (a matrix or a conformance report.json), so no outcome
+// in a description is typed by hand. A PR.md asks for a table with a marker
+// on a line of its own, naming cases (every context) or case[context]:
 //
 //	<!-- table: empty-path-same-id failed-start[host] -->
 //
-// naming cases (every context of the case) or case[context] (one context).
-// Fill replaces the marker with a markdown table of those cases, one row per
-// case and context, one column per host mode of the run; each cell is the
-// outcome of the "before" runtime (stock runsc), of what the pull request
-// needs, alone, when it needs others, and of the "after" runtime (patched
-// runsc), followed by the reasons the report gives for every cell that is
-// not a pass, and the run it came from. Before the last step a failure the
-// last step passes reads "bug" (the failure that is fixed), not FAIL; a
-// kill storm's pass on fewer than MinKills landed kills says how few.
-//
-// The run is a matrix report.json (ci/cmd/matrix: every host mode) or a
-// conformance report.json (cgconform: this host).
+// Fill replaces it with one row per case and context, one column per host
+// mode; each cell is the outcome of stock runsc, of what the pull request
+// needs, alone (when it needs others), and of its own build, then the
+// reasons for every cell that is not a pass, and the run it came from.
 package prtext
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,27 +26,14 @@ import (
 	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
-// Outcomes as the reports spell them, and one for a cell no record fills.
-const (
-	Pass       = report.Pass
-	Fail       = report.Fail
-	Divergence = report.Divergence
-	Skip       = report.Skip
-	Missing    = report.Missing
-)
-
 // Outcome is one case, in one caller context, run by one runtime in one
 // host mode.
 type Outcome struct {
 	Case, Context, Runtime, Mode, Reason string
 	Outcome                              report.Outcome
-	// File is the report it came from (LoadAll), and Build the build of its
-	// runtime that report records for its host; nil when it records none.
-	File  string
-	Build *report.Build
-	// Trials sums up the trials of a case run several times (the kill
-	// storms); nil for a case run once.
-	Trials *report.Trials
+	File                                 string         // the report it came from (LoadAll)
+	Build                                *report.Build  // its runtime's build as that report records it; nil: none
+	Trials                               *report.Trials // a case run several times (kill storms); nil: once
 }
 
 // Results is a run, flattened.
@@ -61,13 +41,10 @@ type Results struct {
 	Source   string   // what ran where, for the line under each table
 	Modes    []string // host modes, in the report's order: the columns
 	Outcomes []Outcome
-	// Versions maps a runtime to the version it reported, when the report
-	// has them (a conformance report does; the matrix's does not).
-	Versions map[string]string
+	Versions map[string]string // runtime -> the version it reported (conformance reports only)
 }
 
-// LoadAll reads matrix or conformance report.json files (e.g. a matrix run
-// of patched runsc and another of stock runsc) as one run: see Merge.
+// LoadAll reads matrix or conformance report.json files as one run (Merge).
 func LoadAll(paths []string) (*Results, error) {
 	var all []*Results
 	for _, p := range paths {
@@ -87,10 +64,8 @@ func LoadAll(paths []string) (*Results, error) {
 	return Merge(all...), nil
 }
 
-// Merge joins runs: modes in order of first appearance and every
-// outcome; where two runs fill the same cell (case, context, runtime, mode)
-// Table shows the later run's, with its build, and refuses it when that
-// build is not the current one. Each run's line is in Source once.
+// Merge joins runs: modes in order of first appearance and every outcome
+// (where two fill the same cell, Table shows the later one's).
 func Merge(runs ...*Results) *Results {
 	out := &Results{Versions: map[string]string{}}
 	var sources []string
@@ -108,8 +83,7 @@ func Merge(runs ...*Results) *Results {
 	return out
 }
 
-// Parse tells the two report kinds apart by their schema and reads each
-// with base/report's reader.
+// Parse reads a conformance or a matrix report, told apart by schema.
 func Parse(data []byte) (*Results, error) {
 	var top struct {
 		Schema string `json:"schema"`
@@ -146,19 +120,19 @@ func fromConformance(r *report.Report) *Results {
 			res.Versions[rt.Name] = v
 		}
 	}
-	if len(r.Results) > 0 { // a mode is a column only with results
+	if len(r.Results) > 0 { // a column only with results
 		res.addHost(host, r.Results, nil)
 	}
 	return res
 }
 
 // addHost adds a host mode's column and its results' cells, with the
-// builds its report records; a failure's reason is its unexpected failures.
+// builds its report records; a failure's reason is what was unexpected.
 func (r *Results) addHost(host string, results []report.Result, builds map[string]report.Build) {
 	r.addMode(host)
 	for _, x := range results {
 		o := Outcome{Case: x.Case, Context: x.Context, Runtime: x.Runtime, Mode: host, Outcome: x.Outcome, Reason: x.Reason, Trials: x.Trials}
-		if x.Outcome == Fail {
+		if x.Outcome == report.Fail {
 			o.Reason = strings.Join(x.Unexpected(), "; ")
 		}
 		if b, ok := builds[x.Runtime]; ok {
@@ -185,12 +159,7 @@ func fromMatrix(m *report.Matrix) *Results {
 	return res
 }
 
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
-}
+func orUnknown(s string) string { return cmp.Or(s, "unknown") }
 
 func (r *Results) addMode(mode string) {
 	if !slices.Contains(r.Modes, mode) {
@@ -233,15 +202,14 @@ func Markers(md string) ([][]Selector, error) {
 	return out, nil
 }
 
-// Unfilled replaces each marker when no report was given: the PR.md then
-// says plainly that its table is missing and how to make it.
+// Unfilled replaces each marker when no report was given.
 const Unfilled = "**Before/after table not filled: run `make matrix`, then `make upstream-series REPORT=out/matrix/report.json`.** Cases: "
 
-// Fill replaces every table marker in md with its table from res (or, with
-// res nil, with Unfilled and the cases). warnings lists cells where the after
-// runtime does not pass, and tables printed marked "build unproven", for the
-// caller to show. A table with cells from another build than cols.Want is
-// not filled: the error is a *BuildError covering every such table of md.
+// Fill replaces every table marker in md with its table from res (with res
+// nil, with Unfilled and the cases). warnings lists cells where the after
+// runtime does not pass, and tables marked "build unproven". A table with
+// cells from another build than cols.Want is refused: a *BuildError covers
+// every such table of md.
 func Fill(md string, res *Results, cols Columns) (out string, warnings []string, err error) {
 	all, err := Markers(md)
 	if err != nil {
@@ -256,11 +224,7 @@ func Fill(md string, res *Results, cols Columns) (out string, warnings []string,
 			return m
 		}
 		if res == nil {
-			var names []string
-			for _, s := range sels {
-				names = append(names, "`"+s.String()+"`")
-			}
-			return Unfilled + strings.Join(names, ", ") + "."
+			return Unfilled + join(sels, func(s Selector) string { return "`" + s.String() + "`" }, ", ") + "."
 		}
 		t, w, terr := Table(res, sels, cols)
 		var be *BuildError
@@ -289,29 +253,23 @@ func Fill(md string, res *Results, cols Columns) (out string, warnings []string,
 // build each must have been made from.
 type Columns struct {
 	Before string // stock runsc
-	// Needs, when the pull request needs others, is the build of only
-	// those (runscbuild.NeedsRuntime): what it needs, alone. NeedsAbout
-	// says what it holds.
+	// Needs is the build of only what the pull request needs, when it
+	// needs others (runscbuild.NeedsRuntime); NeedsAbout says what it holds.
 	Needs, NeedsAbout string
 	After             string // the pull request's build, or the whole series
-	// Want maps each runtime above to the build the current patches make.
-	// A cell whose run recorded another build is stale and never printed; a
-	// cell whose run recorded none is unproven, printed only with
-	// AllowUnproven, and then marked.
+	// Want maps each runtime above to the build the current patches make:
+	// a cell from another build is stale and never printed; one from no
+	// recorded build is unproven, printed (marked) only with AllowUnproven.
 	Want          map[string]report.Build
 	AllowUnproven bool
 }
 
 func (c Columns) runtimes() []string {
-	if c.Needs == "" {
-		return []string{c.Before, c.After}
-	}
-	return []string{c.Before, c.Needs, c.After}
+	return slices.DeleteFunc([]string{c.Before, c.Needs, c.After}, func(rt string) bool { return rt == "" })
 }
 
 // BuildError is a table (or several of one PR.md) whose cells come from
-// runs of another build than the current patches make (stale), or of no
-// recorded build (unproven).
+// another build than the current patches make (stale), or none (unproven).
 type BuildError struct {
 	Selectors []Selector // the tables' cases
 	Problems  []BuildProblem
@@ -321,7 +279,7 @@ type BuildError struct {
 // recorded (nil: none) and the one the current patches make.
 type BuildProblem struct {
 	Runtime string
-	File    string // "" for Parse's results, and where no run has the runtime at all
+	File    string // "" for Parse's results, and where no run has the runtime
 	Have    *report.Build
 	Want    report.Build
 	Cells   int
@@ -348,8 +306,7 @@ func (p BuildProblem) String() string {
 	return s
 }
 
-// changedPatches names the patch files of want that have has not, or not
-// with the same content, and those has applied that want does not.
+// changedPatches names the patch files that differ between has and want.
 func changedPatches(has, want report.Build) []string {
 	var out []string
 	if has.GVisor != want.GVisor {
@@ -369,11 +326,16 @@ func changedPatches(has, want report.Build) []string {
 }
 
 func (e *BuildError) Error() string {
-	var lines []string
-	for _, p := range e.Problems {
-		lines = append(lines, p.String())
+	return "table of " + SelectorList(e.Selectors) + ": " + join(e.Problems, BuildProblem.String, "; ")
+}
+
+// join joins f of each of xs with sep.
+func join[T any](xs []T, f func(T) string, sep string) string {
+	var out []string
+	for _, x := range xs {
+		out = append(out, f(x))
 	}
-	return "table of " + selectorList(e.Selectors) + ": " + strings.Join(lines, "; ")
+	return strings.Join(out, sep)
 }
 
 // Stale tells whether any cell is from another build (not only unproven).
@@ -381,16 +343,11 @@ func (e *BuildError) Stale() bool {
 	return slices.ContainsFunc(e.Problems, BuildProblem.Stale)
 }
 
-func selectorList(sels []Selector) string {
-	var names []string
-	for _, s := range sels {
-		names = append(names, s.String())
-	}
-	return strings.Join(names, " ")
-}
+// SelectorList names sels, blank-separated.
+func SelectorList(sels []Selector) string { return join(sels, Selector.String, " ") }
 
 // RE matches the harness's "name [context]" of the selector, without
-// blanks (the matrix passes harness flags blank-separated).
+// blanks (the matrix splits harness flags at blanks).
 func (s Selector) RE() string {
 	re := regexp.QuoteMeta(s.Case) + `\s\[`
 	if s.Context != "" {
@@ -410,8 +367,7 @@ func RunRE(sels []Selector) string {
 	return "^(" + strings.Join(res, "|") + ")"
 }
 
-// EvidenceCommand is the command that measures the cases of sels again
-// with the current patches' builds (make evidence, only those cases).
+// EvidenceCommand measures the cases of sels again with the current builds.
 func EvidenceCommand(sels []Selector) string {
 	return "make evidence MATRIX_FLAGS=\"-run '" + RunRE(sels) + "'\""
 }
@@ -425,33 +381,30 @@ func rowName(r report.Row) string {
 }
 
 // symbols are what a cell says of each outcome.
-var symbols = report.Symbols{Pass: "✓", Divergence: "✗", Fail: "FAIL", Skip: "–", Missing: "?"}
+var symbols = report.Symbols{report.Pass: "✓", report.Divergence: "✗", report.Fail: "FAIL", report.Skip: "–", report.Missing: "?"}
 
-// Bug is what a cell says, in a step before the last, of a failure where
-// the last step passes: the failure the case expects there, which a later
-// step fixes. FAIL is left for failures nothing in the cell fixes.
+// Bug is what a cell says, before the last step, of a failure the last
+// step passes: the failure a later step fixes. FAIL is left for the rest.
 const Bug = "bug"
 
-// MinKills is the fewest trials whose kill landed that a pass of a kill
-// storm (a case with trials) rests on for its cell to say a plain ✓.
+// MinKills is the fewest landed kills a kill storm's pass rests on for its
+// cell to say a plain ✓.
 const MinKills = 10
 
-// word is what a cell says of o, the outcome of one step; after is the
-// last step's outcome (the pull request's own build, or the series').
+// word is what a cell says of o, one step's outcome; after is the last's.
 func word(o Outcome, last bool, after report.Outcome) string {
 	switch {
-	case o.Outcome == Fail && !last && after == Pass:
+	case o.Outcome == report.Fail && !last && after == report.Pass:
 		return Bug
 	case tooFewKills(o):
-		return fmt.Sprintf("%s (%s: too few)", symbols.Of(Pass), kills(o.Trials.Killed))
+		return fmt.Sprintf("%s (%s: too few)", symbols.Of(report.Pass), kills(o.Trials.Killed))
 	}
 	return symbols.Of(o.Outcome)
 }
 
-// tooFewKills tells a pass of a kill storm whose kill landed in fewer
-// than MinKills trials.
+// tooFewKills: a kill storm's pass on fewer than MinKills landed kills.
 func tooFewKills(o Outcome) bool {
-	return o.Outcome == Pass && o.Trials != nil && o.Trials.Killed < MinKills
+	return o.Outcome == report.Pass && o.Trials != nil && o.Trials.Killed < MinKills
 }
 
 func kills(n int) string {
@@ -461,13 +414,11 @@ func kills(n int) string {
 	return fmt.Sprintf("%d kills", n)
 }
 
-// Table renders the rows sels select, the runtimes of cols per mode (stock
-// → what it needs, alone → the pull request), then the reasons behind every
-// cell that is not a pass and the source line. Every cell it prints is from
-// the build cols.Want names for its runtime: a cell from another build is a
-// *BuildError, as is one from a run that records no build unless
-// cols.AllowUnproven (the table then says "Build unproven" above it and in
-// a warning).
+// Table renders the rows sels select, the runtimes of cols per mode, then
+// the reasons behind every cell that is not a pass and the source line.
+// Every cell is from the build cols.Want names for its runtime, or it is a
+// *BuildError (one of no recorded build only without cols.AllowUnproven:
+// the table then says "Build unproven" above it and in a warning).
 func Table(res *Results, sels []Selector, cols Columns) (string, []string, error) {
 	// The grid's rows are per runtime; the table's a case in a context.
 	g := &report.Grid[Outcome]{}
@@ -498,7 +449,7 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 		if o, ok := g.At(report.Row{Case: r.Case, Context: r.Context, Runtime: rt}, mode); ok {
 			return o
 		}
-		return Outcome{Case: r.Case, Context: r.Context, Runtime: rt, Mode: mode, Outcome: Missing}
+		return Outcome{Case: r.Case, Context: r.Context, Runtime: rt, Mode: mode, Outcome: report.Missing}
 	}
 	proof, err := newProof(cols)
 	if err != nil {
@@ -518,11 +469,11 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 	// note per runtime and case, with the first mode's words and its modes.
 	failModes, failFirst := map[noteKey][]string{}, map[noteKey]string{}
 	note := func(o Outcome, word, mode string) {
-		if o.Outcome == Pass || o.Outcome == Skip || o.Outcome == Missing {
+		if o.Outcome == report.Pass || o.Outcome == report.Skip || o.Outcome == report.Missing {
 			return
 		}
 		k := noteKey{o.Runtime, o.Case, word, oneLine(o.Reason)}
-		if o.Outcome == Fail {
+		if o.Outcome == report.Fail {
 			k.reason = ""
 			if _, ok := failFirst[k]; !ok {
 				failFirst[k] = oneLine(o.Reason)
@@ -554,7 +505,7 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 			}
 			line = append(line, strings.Join(words, " → "))
 			switch {
-			case a.Outcome != Pass && a.Outcome != Skip:
+			case a.Outcome != report.Pass && a.Outcome != report.Skip:
 				warnings = append(warnings, fmt.Sprintf("%s on %s: %s is %s", rowName(r), mode, cols.After, a.Outcome))
 			case tooFewKills(a):
 				warnings = append(warnings, fmt.Sprintf("%s on %s: %s passes on %s, fewer than %d", rowName(r), mode, cols.After, kills(a.Trials.Killed), MinKills))
@@ -628,9 +579,7 @@ func Table(res *Results, sels []Selector, cols Columns) (string, []string, error
 	return b.String(), warnings, nil
 }
 
-// legend says what each word of a cell means in each step: bug only
-// before the last step, FAIL anywhere but unexpected wherever it is; and,
-// when the table has kill storms, how few landed kills a pass is marked at.
+// legend says what each word of a cell means.
 func legend(cols Columns, fixer string, storms bool) string {
 	bug := "bug (first step only) fails as expected, fixed by " + fixer + " (below)"
 	if cols.Needs != "" {
@@ -644,8 +593,7 @@ func legend(cols Columns, fixer string, storms bool) string {
 	return s
 }
 
-// proof gathers, for a table, the cells whose build is not the one
-// Columns.Want names.
+// proof gathers a table's cells whose build is not the one cols.Want names.
 type proof struct {
 	cols     Columns
 	order    []proofKey
@@ -666,7 +614,7 @@ func newProof(cols Columns) (*proof, error) {
 
 // add checks one printed cell.
 func (p *proof) add(o Outcome) {
-	if o.Outcome == Missing {
+	if o.Outcome == report.Missing {
 		return
 	}
 	p.seen[o.Runtime] = true
@@ -686,8 +634,8 @@ func (p *proof) add(o Outcome) {
 }
 
 // check returns the unproven problems when they may be printed, or a
-// *BuildError: any stale cell, or an unproven one without allowUnproven. A
-// needs or after step no run has at all is unproven too.
+// *BuildError (any stale cell, or an unproven one without allowUnproven). A
+// needs or after step no run has at all is unproven.
 func (p *proof) check(sels []Selector, allowUnproven bool) ([]BuildProblem, error) {
 	var all []BuildProblem
 	stale := false
@@ -709,9 +657,8 @@ func (p *proof) check(sels []Selector, allowUnproven bool) ([]BuildProblem, erro
 	return all, nil
 }
 
-// oneLine keeps a reason on one table note line, without this project's
-// issue numbers, which mean nothing to an upstream reviewer: what was
-// measured stays.
+// oneLine keeps a reason on one line, without this project's issue
+// numbers, which mean nothing to an upstream reviewer.
 func oneLine(s string) string {
 	s = issueRef.ReplaceAllString(s, "")
 	s = strings.NewReplacer("()", "", "( ", "(", "; )", ")", " )", ")").Replace(s)

@@ -81,7 +81,7 @@ func TestParseMatrix(t *testing.T) {
 	if diff := cmp.Diff([]string{"v1", "v2", "systemd-v1"}, res.Modes); diff != "" {
 		t.Errorf("modes (-want +got):\n%s", diff)
 	}
-	if got, want := res.Outcomes[2], (Outcome{Case: "failed-start", Context: "host", Runtime: "runsc-patched", Mode: "v1", Outcome: Pass, Build: &patchedBuild}); !cmp.Equal(got, want) {
+	if got, want := res.Outcomes[2], (Outcome{Case: "failed-start", Context: "host", Runtime: "runsc-patched", Mode: "v1", Outcome: report.Pass, Build: &patchedBuild}); !cmp.Equal(got, want) {
 		t.Errorf("outcome 2 = %+v, want %+v", got, want)
 	}
 	for _, want := range []string{"systemd-v1 (timeout)", "linux-image-6.1.0-50-cloud-amd64", "tcg"} {
@@ -98,10 +98,10 @@ func TestMerge(t *testing.T) {
 		return Outcome{Case: "c", Context: "host", Runtime: rt, Mode: mode, Outcome: x}
 	}
 	patched := &Results{Source: "patched run", Modes: []string{"v1", "v2"}, Outcomes: []Outcome{
-		o("runsc-patched", "v1", Pass), o("runsc-patched", "v2", Pass), o("runsc-stock", "v2", Missing),
+		o("runsc-patched", "v1", report.Pass), o("runsc-patched", "v2", report.Pass), o("runsc-stock", "v2", report.Missing),
 	}}
 	stock := &Results{Source: "stock run", Modes: []string{"v2", "systemd-v1"}, Versions: map[string]string{"runsc-stock": "v0"}, Outcomes: []Outcome{
-		o("runsc-stock", "v2", Divergence), o("runsc-stock", "systemd-v1", Pass),
+		o("runsc-stock", "v2", report.Divergence), o("runsc-stock", "systemd-v1", report.Pass),
 	}}
 	again := &Results{Source: "patched run", Modes: []string{"v1"}}
 	got := Merge(patched, stock, again)
@@ -146,8 +146,8 @@ func TestParseConformance(t *testing.T) {
 		Source: "conformance run on one host (mode hybrid, kernel 6.1.0), 2026-12-03",
 		Modes:  []string{"hybrid"},
 		Outcomes: []Outcome{
-			{Case: "delete", Context: "host", Runtime: "runsc-stock", Mode: "hybrid", Outcome: Pass},
-			{Case: "delete", Context: "host", Runtime: "runsc-patched", Mode: "hybrid", Outcome: Fail, Reason: "gone: left /x"},
+			{Case: "delete", Context: "host", Runtime: "runsc-stock", Mode: "hybrid", Outcome: report.Pass},
+			{Case: "delete", Context: "host", Runtime: "runsc-patched", Mode: "hybrid", Outcome: report.Fail, Reason: "gone: left /x"},
 		},
 		Versions: map[string]string{"runsc-patched": "v0.0.0-x+cgpatches.c0047fc1eb95"},
 	}

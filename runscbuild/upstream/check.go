@@ -2,9 +2,6 @@ package upstream
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"go/parser"
 	"go/token"
@@ -24,54 +21,39 @@ import (
 	"github.com/runsc-cgroups/cgconform/runscbuild/patchmail"
 )
 
-// CheckConfig says what to check where.
-//
-// Every row (a pull request alone on what it needs, or in order on every
-// earlier one) is applied to two trees made from one upstream master
-// commit, and to no other:
-//
-//   - master: Base itself (Bazel's tree). git am, gofmt and the BUILD
-//     entries are checked there, where upstream reviews the patch.
-//   - go: the commit of the go branch made from Base (gVisor's automation
-//     merges each master commit into the go branch with its generated Go
-//     sources), plus master's _test.go files of the packages the series
-//     touches and the test-only packages they import. The go command
-//     builds, vets and tests there. A row that does not build there fails
-//     with the compiler's error: no other tree is tried.
+// CheckConfig says what to check where. Every row (a pull request alone on
+// what it needs, or in order on every earlier one) is applied to two trees
+// made from one upstream master commit, and to no other: master, Base
+// itself (Bazel's tree), where git am, gofmt and the BUILD entries are
+// checked; and go, the go branch's commit made from Base plus master's
+// _test.go files of the touched packages and the test-only packages they
+// import, where the go command builds, vets and tests. A row that does not
+// build there fails: no other tree is tried.
 type CheckConfig struct {
 	Series *runscbuild.Series
-	// Upstream is a gVisor git repository (a checkout or a bare mirror)
-	// holding Base and GoRef. It is only read: the checks run in clones
-	// of it under Work that share its objects.
+	// Upstream is a gVisor repository (checkout or bare mirror) holding
+	// Base and GoRef; only read: the checks run in clones sharing its objects.
 	Upstream string
 	Base     string // master commit-ish in Upstream to check on (default HEAD)
 	GoRef    string // the branch whose commits merge master into the go branch (default "go")
-	// Module is the pinned gvisor.dev/gvisor module. A file of the go
-	// commit whose blob Upstream lacks (a partial mirror) is taken from
-	// it, and the report says so; a file it lacks too stops the check.
+	// Module is the pinned gVisor module: a file of the go commit whose
+	// blob Upstream lacks (a partial mirror) is taken from it.
 	Module runscbuild.Module
-	// Work holds the scratch trees: master (one branch per row), go (the
-	// same path for every row, so the go build cache is shared) and bin
-	// (the test binaries).
+	// Work holds the scratch trees: master, go (one path for every row,
+	// so the go build cache is shared) and bin (the test binaries).
 	Work string
 	Log  io.Writer // progress and the detail of every failure
-	// Lock, when set, is taken around each row's go commands (the build
-	// lock other gVisor builds on this machine take).
+	// Lock, when set, is taken around each row's go commands.
 	Lock func() (unlock func(), err error)
-	// Sandbox wraps a unit test binary's command so that it cannot touch
-	// the host's cgroups (NobodySandbox). nil runs it as it is: only for
-	// tests of this package, whose fixtures touch nothing.
+	// Sandbox keeps a unit test binary off the host's cgroups
+	// (NobodySandbox); nil only for this package's tests.
 	Sandbox func(cmd *exec.Cmd) (*exec.Cmd, error)
-	// VetOnly names packages whose upstream test files are compiled and
-	// vetted but not run, with the reason (they need root and a runsc
-	// binary: make upstream-tests runs them in VMs). The tests the
-	// series adds in new files of those packages still run.
-	VetOnly map[string]string
-	// BuildTargets are built in every row besides the touched packages
-	// (default ./runsc/...).
-	BuildTargets []string
-	// Only, when set, names the pull requests to check (the others are
-	// still applied where one of these needs them); default every one.
+	// VetOnly names packages whose upstream test files are vetted but not
+	// run, with the reason; the tests the series adds in new files there run.
+	VetOnly      map[string]string
+	BuildTargets []string // built in every row besides the touched packages (default ./runsc/...)
+	// Only names the pull requests to check (the others are still applied
+	// where one of these needs them); default every one.
 	Only []string
 }
 
@@ -85,18 +67,14 @@ var UpstreamVetOnly = map[string]string{
 type Report struct {
 	Master TreeInfo `json:"master"`
 	Go     TreeInfo `json:"go"`
-	// BaseFailures are unit tests (package: tests) that already fail on
-	// the go tree without any patch; a row is not failed for them.
+	// BaseFailures (package: tests) and BaseVet ("file: message": count)
+	// are on the go tree before any patch: no row fails for them.
 	BaseFailures map[string][]string `json:"base_failures,omitempty"`
-	// BaseVet counts go vet's findings on the go tree without any patch,
-	// per "file: message" (upstream vets with its own analyzers); a row
-	// fails for any more of them.
-	BaseVet map[string]int    `json:"base_vet,omitempty"`
-	VetOnly map[string]string `json:"vet_only,omitempty"`
-	// Only names the pull requests checked when not all were (PRS=).
-	Only     []string  `json:"only,omitempty"`
-	Verdicts []Verdict `json:"verdicts"`
-	Seconds  float64   `json:"seconds"`
+	BaseVet      map[string]int      `json:"base_vet,omitempty"`
+	VetOnly      map[string]string   `json:"vet_only,omitempty"`
+	Only         []string            `json:"only,omitempty"` // the pull requests checked when not all were (PRS=)
+	Verdicts     []Verdict           `json:"verdicts"`
+	Seconds      float64             `json:"seconds"`
 }
 
 // Failed lists the pull requests that fail.
@@ -169,9 +147,6 @@ func Check(c CheckConfig) (*Report, error) {
 	if c.GoRef == "" {
 		c.GoRef = "go"
 	}
-	// The patches are read once, into Work/patches: a series rewritten
-	// while the check runs does not mix into it, and the sha256 in the
-	// report is of the bytes applied.
 	for _, name := range c.Only {
 		if _, ok := c.Series.PR(name); !ok {
 			return nil, fmt.Errorf("no pull request or carried set %q in %s", name, c.Series.Path)
@@ -181,6 +156,8 @@ func Check(c CheckConfig) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Read once, into Work/patches: the sha256 in the report is of the
+	// bytes applied, whatever happens to the series meanwhile.
 	snap, err := snapshot(c.Series, filepath.Join(c.Work, "patches"))
 	if err != nil {
 		return nil, err
@@ -208,20 +185,19 @@ func Check(c CheckConfig) (*Report, error) {
 		return nil, err
 	}
 	rep.BaseFailures, rep.BaseVet = k.baseFailures, k.baseVet
-	prs := slices.DeleteFunc(c.Series.All(), func(pr runscbuild.PR) bool { return len(c.Only) > 0 && !slices.Contains(c.Only, pr.Name) })
-	for _, pr := range prs {
-		k.steps++
-		if !sameNames(c.Series.Needs(pr.Name), c.Series.Before(pr.Name)) {
-			k.steps++
-		}
-	}
 	rep.Only = c.Only
+	prs := slices.DeleteFunc(c.Series.All(), func(pr runscbuild.PR) bool { return len(c.Only) > 0 && !slices.Contains(c.Only, pr.Name) })
+	same := func(pr runscbuild.PR) bool {
+		return slices.Equal(names(c.Series.Needs(pr.Name)), names(c.Series.Before(pr.Name)))
+	}
 	for _, pr := range prs {
-		needs, before := c.Series.Needs(pr.Name), c.Series.Before(pr.Name)
-		v := Verdict{PR: pr.Name, After: pr.After, Carried: pr.Carried, SameAsAlone: sameNames(needs, before)}
-		v.Alone = k.row("alone", pr, needs)
+		k.steps += map[bool]int{true: 1, false: 2}[same(pr)]
+	}
+	for _, pr := range prs {
+		v := Verdict{PR: pr.Name, After: pr.After, Carried: pr.Carried, SameAsAlone: same(pr)}
+		v.Alone = k.row("alone", pr, c.Series.Needs(pr.Name))
 		if !v.SameAsAlone {
-			r := k.row("in-order", pr, before)
+			r := k.row("in-order", pr, c.Series.Before(pr.Name))
 			v.InOrder = &r
 		}
 		fmt.Fprintf(c.Log, "upstream-check: %s\n", v.Line())
@@ -231,14 +207,16 @@ func Check(c CheckConfig) (*Report, error) {
 	return rep, nil
 }
 
-func sameNames(a, b []runscbuild.PR) bool {
-	return slices.EqualFunc(a, b, func(x, y runscbuild.PR) bool { return x.Name == y.Name })
+func names(prs []runscbuild.PR) (out []string) {
+	for _, pr := range prs {
+		out = append(out, pr.Name)
+	}
+	return out
 }
 
-// prepareMaster clones Upstream into Work/master sharing its objects, and
-// makes the base commit: Base itself, or Base without the files whose
-// objects the repository lacks (a partial mirror), which git am could not
-// write a tree over. Only the master tree drops files: they are not Go.
+// prepareMaster clones Upstream into Work/master and makes the base commit:
+// Base, without the files whose blobs a partial mirror lacks (git am could
+// not write a tree over them; they are not Go).
 func (k *checker) prepareMaster() (TreeInfo, error) {
 	if _, err := gitIn(k.Upstream, "rev-parse", "--git-dir"); err != nil {
 		return TreeInfo{}, fmt.Errorf("%s is not a git repository of gVisor: %w", k.Upstream, err)
@@ -269,9 +247,8 @@ func (k *checker) prepareMaster() (TreeInfo, error) {
 	return info, nil
 }
 
-// checkout makes dir a fresh clone of Upstream sharing its objects, with
-// info's commit checked out as check/base; when the repository lacks
-// blobs of that commit, fix makes the commit to check out instead.
+// checkout makes dir a fresh clone of Upstream with info's commit checked
+// out as check/base, or the one fix makes when blobs of it are missing.
 func (k *checker) checkout(dir string, info *TreeInfo, fix func(missing []string) (commit string, made []string, err error)) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
@@ -317,10 +294,8 @@ func GoCommit(repo, goRef, base string) (string, error) {
 	return "", fmt.Errorf("no commit of %s in %s merges master %.12s into the go branch: the go command cannot build that master (it is newer than the go branch, or not on master); check on a master commit the go branch has, e.g. BASE=%.12s", goRef, repo, base, newest)
 }
 
-// prepareGo makes Work/go: the go branch's commit made from master, with
-// the files whose blobs the repository lacks taken from the pinned module,
-// plus master's tests of the touched packages and the test-only packages
-// they import.
+// prepareGo makes Work/go: the go branch's commit made from master (blobs
+// the repository lacks from the pinned module) plus master's tests.
 func (k *checker) prepareGo(masterSHA string) (TreeInfo, error) {
 	goSHA, err := GoCommit(k.Upstream, k.GoRef, masterSHA)
 	if err != nil {
@@ -389,10 +364,9 @@ func (k *checker) fillFromModule(goSHA string, missing []string) (string, []stri
 	return commit, made, err
 }
 
-// addMasterTests checks out master's _test.go files (and testdata) of the
-// touched packages into the go tree, then every package they import that
-// the go branch lacks (test-only packages: master's non-test files of that
-// folder), until the go command finds every import; and commits them.
+// addMasterTests commits into the go tree master's _test.go files and
+// testdata of the touched packages, and the test-only packages they import
+// that the go branch lacks, until the go command finds every import.
 func (k *checker) addMasterTests(masterSHA string) (string, []string, error) {
 	var files, testPkgs, left []string
 	for _, pkg := range k.pkgs {
@@ -507,9 +481,8 @@ func (k *checker) lsTree(rev, dir string) ([]string, error) {
 	return strings.Split(out, "\n"), err
 }
 
-// missingImports lists the folders of the tree's own module (gVisor's)
-// packages that the touched packages or their tests import and the go
-// tree lacks.
+// missingImports lists the folders of gVisor's packages the touched
+// packages or their tests import and the go tree lacks.
 func (k *checker) missingImports() ([]string, error) {
 	out, err := goIn(k.goTree, append([]string{"list", "-e", "-deps", "-test", "-f", "{{.ImportPath}}"}, dotSlash(k.pkgs)...)...)
 	if err != nil {
@@ -533,9 +506,9 @@ func (k *checker) missingImports() ([]string, error) {
 	return missing, nil
 }
 
-// checkBase builds, vets and tests the go tree before any patch: a tree
-// that does not build or vet on its own cannot judge a pull request. Tests
-// that already fail are recorded, and no row fails for them.
+// checkBase builds, vets and tests the go tree before any patch: one that
+// does not build or vet cannot judge a pull request; the tests that fail
+// already fail no row.
 func (k *checker) checkBase() error {
 	fmt.Fprintf(k.Log, "upstream-check: go tree %.12s before any patch: build, vet, test (the first build is the cold one)\n", k.goBase)
 	var r Result
@@ -614,10 +587,7 @@ func (k *checker) row(kind string, pr runscbuild.PR, needs []runscbuild.PR) Resu
 	k.step++
 	all := runscbuild.PatchesOf(append(slices.Clone(needs), pr)...)
 	cs := changes(pr.Patches)
-	r := Result{Patches: patchRefs(all), Packages: goPackages(cs)}
-	for _, n := range needs {
-		r.Needs = append(r.Needs, n.Name)
-	}
+	r := Result{Needs: names(needs), Patches: patchRefs(all), Packages: goPackages(cs)}
 	label := fmt.Sprintf("[%d/%d] %s %s", k.step, k.steps, pr.Name, kind)
 	fmt.Fprintf(k.Log, "upstream-check: %s: %d patches (%s)\n", label, len(all), strings.Join(append(slices.Clone(r.Needs), pr.Name), " "))
 
@@ -631,12 +601,10 @@ func (k *checker) row(kind string, pr runscbuild.PR, needs []runscbuild.PR) Resu
 	} else {
 		k.detail(label, "git am on master", r.MasterApply.Detail)
 	}
-	fmt.Fprintf(k.Log, "upstream-check: %s: master %.12s: am %s gofmt %s bazel-srcs %s own-test %s\n", label, k.masterBase,
-		r.MasterApply.word(), r.Gofmt.word(), r.BazelSrcs.word(), r.OwnTest.word())
 
 	// go: where it must build.
 	r.GoTree = k.goTreeName(append(slices.Clone(needs), pr))
-	r.GoApply = k.apply(k.goTree, k.goBase, "", all, []string{"--exclude=BUILD", "--exclude=*/BUILD"})
+	r.GoApply = k.apply(k.goTree, k.goBase, "", all, runscbuild.ExcludeBuildFiles)
 	if !r.GoApply.OK {
 		k.detail(label, "git am on the go tree", r.GoApply.Detail)
 	} else {
@@ -653,13 +621,11 @@ func (k *checker) row(kind string, pr runscbuild.PR, needs []runscbuild.PR) Resu
 		}
 	}
 	r.Seconds = time.Since(start).Seconds()
-	fmt.Fprintf(k.Log, "upstream-check: %s: go %.12s: am %s build %s vet %s test %s own-tests %s mutations %s (%.0fs)\n", label, k.goBase,
-		r.GoApply.word(), r.Build.word(), r.Vet.word(), r.Test.word(), r.OwnTests.word(), r.Mutants.word(), r.Seconds)
+	fmt.Fprintf(k.Log, "upstream-check: %s: %s (%.0fs)\n", label, r.Summary(), r.Seconds)
 	return r
 }
 
-// goTreeName names a row's go tree: the go branch's commit, master's
-// tests, the pull requests applied.
+// goTreeName names a row's go tree.
 func (k *checker) goTreeName(prs []runscbuild.PR) string {
 	name := fmt.Sprintf("go branch %.9s", k.goSHA)
 	if k.goBase != k.goSHA {
@@ -671,9 +637,8 @@ func (k *checker) goTreeName(prs []runscbuild.PR) string {
 	return name
 }
 
-// judgeOwnTests is the own-tests step of a row whose test step ran: the
-// test functions that the last own patches applied to the go tree add or
-// change, and what they did.
+// judgeOwnTests is the own-tests step of a row whose test step ran, for
+// the last own patches applied.
 func (k *checker) judgeOwnTests(own int) (Step, []Own) {
 	if k.hard {
 		return Step{}, nil
@@ -704,45 +669,8 @@ func (k *checker) mutationsStep(label string, pr runscbuild.PR, r *Result) (Step
 	return s, m
 }
 
-// readMutationLists reads every pull request's mutation list, if any. A
-// list with malformed blocks is kept with its errors: they fail its pull
-// request, not the check.
-func readMutationLists(s *runscbuild.Series) (map[string]*mutationList, error) {
-	out := map[string]*mutationList{}
-	for _, pr := range s.All() {
-		name := path.Join(filepath.Base(s.Dir), pr.Name, runscbuild.MutationsFile)
-		ms, data, err := pr.Mutations(name)
-		if data == nil && err != nil {
-			return nil, err
-		}
-		if data == nil {
-			continue
-		}
-		sum := sha256.Sum256(data)
-		l := &mutationList{name: name, sha256: hex.EncodeToString(sum[:]), mutations: ms, blocks: len(ms)}
-		var errs []error // ParseMutations' errors.Join, one a block
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			errs = j.Unwrap()
-		} else if err != nil {
-			errs = []error{err}
-		}
-		for _, e := range errs {
-			var me *runscbuild.MutationError
-			if !errors.As(e, &me) {
-				return nil, e
-			}
-			l.invalid = append(l.invalid, e.Error())
-			if me.Block > 0 {
-				l.blocks++
-			}
-		}
-		out[pr.Name] = l
-	}
-	return out, nil
-}
-
-// apply checks out base in dir (on branch, or detached when branch is "")
-// and applies patches one at a time with git am.
+// apply checks out base in dir (on branch, or detached when "") and
+// applies patches one at a time with git am.
 func (k *checker) apply(dir, base, branch string, patches []runscbuild.Patch, amArgs []string) Step {
 	co := []string{"checkout", "-q", "-f", "--detach", base}
 	if branch != "" {
@@ -764,8 +692,8 @@ func (k *checker) apply(dir, base, branch string, patches []runscbuild.Patch, am
 	return Step{Ran: true, OK: true}
 }
 
-// goSteps builds, vets and tests r.Packages in the go tree as it is, under
-// the build lock. A step that fails stops the next ones.
+// goSteps builds, vets and tests r.Packages in the go tree under the build
+// lock; a step that fails stops the next ones.
 func (k *checker) goSteps(label string, r *Result) {
 	if k.Lock != nil {
 		unlock, err := k.Lock()
@@ -871,8 +799,7 @@ func (k *checker) gofmt(cs []patchmail.FileChange) Step {
 }
 
 // bazelSrcs: upstream builds with Bazel, so every Go file a pull request
-// adds must be named in its folder's BUILD file (go_library or go_test
-// srcs). Without Bazel this is the check that catches a forgotten entry.
+// adds must be named in its folder's BUILD file.
 func (k *checker) bazelSrcs(cs []patchmail.FileChange) Step {
 	var missing []string
 	added := 0
@@ -913,8 +840,7 @@ func ownTest(cs []patchmail.FileChange) Step {
 	return Step{Ran: true, OK: true, Note: n}
 }
 
-// missingBlobs lists the files of commit whose blobs are not in the object
-// store.
+// missingBlobs lists the files of commit whose blobs the store lacks.
 func missingBlobs(repo, commit string) ([]string, error) {
 	out, err := gitIn(repo, "ls-tree", "-r", "-z", commit)
 	if err != nil {
@@ -959,9 +885,8 @@ func commitWithout(repo, commit string, paths []string) (string, error) {
 	})
 }
 
-// commitIndex commits, as a child of commit, commit's tree as edit leaves
-// it in a temporary index (edit's git commands take env to use it), with
-// the message edit returns.
+// commitIndex commits, as a child of commit, its tree as edit leaves it in
+// a temporary index (env for edit's git commands), with edit's message.
 func commitIndex(repo, commit string, edit func(env []string) (msg string, err error)) (string, error) {
 	index := filepath.Join(repo, ".git", "upstream-check.index")
 	defer os.Remove(index)
@@ -980,8 +905,7 @@ func commitIndex(repo, commit string, edit func(env []string) (msg string, err e
 	return gitLine(repo, "commit-tree", strings.TrimSpace(tree), "-p", commit, "-m", msg)
 }
 
-// packageName is the package of the non-test Go files in dir ("" when it
-// has none, as for a package a patch adds).
+// packageName is the package of the non-test Go files in dir, or "".
 func packageName(dir string) (string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
@@ -1022,11 +946,10 @@ func dotSlash(pkgs []string) []string {
 // vetFinding is one go vet diagnostic: "file:line:col: message".
 var vetFinding = regexp.MustCompile(`^([^\s:]+\.go):\d+:\d+: (.*)$`)
 
-// vet runs go vet on pkgs. Upstream vets with its own analyzers (nogo), so
-// its files draw findings from go vet's defaults: a row fails for the
-// findings (file and message, line numbers aside) that outnumber those
-// of the go tree before any patch, and for any error that is not a
-// finding (a package that does not type-check).
+// vet runs go vet on pkgs. Upstream vets with its own analyzers, so its
+// files draw findings from go vet's defaults: a row fails for findings
+// (file and message) beyond the go tree's before any patch, and for any
+// error that is not a finding.
 func (k *checker) vet(pkgs []string) Step {
 	k.vetFindings, k.vetHard = map[string]int{}, false
 	out, err := goIn(k.goTree, append([]string{"vet"}, pkgs...)...)
@@ -1071,7 +994,7 @@ func (k *checker) vet(pkgs []string) Step {
 }
 
 // snapshot copies the series' patch files into dir and returns the
-// series with its patches there.
+// series read from there.
 func snapshot(s *runscbuild.Series, dir string) (*runscbuild.Series, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err

@@ -10,11 +10,8 @@ import (
 )
 
 // EvidenceArgs returns the matrix flags of the run behind the PR.md tables:
-// stock runsc on every case a table names, and each pull request's build
-// (runscbuild.PRFlavor) on its own table's cases only, so that each table
-// compares stock with stock + that pull request; and for a pull request
-// that needs others, the build of only those (runscbuild.NeedsFlavor) on
-// the same cases, so that the table shows what it alone changes.
+// stock runsc on every case a table names, and each pull request's builds
+// (PRFlavor, NeedsFlavor) on its own table's cases only.
 func EvidenceArgs(s *runscbuild.Series) ([]string, error) {
 	runtimes := []string{"runsc-stock=/payload/bin/runsc-stock"}
 	var all []prtext.Selector

@@ -1,6 +1,10 @@
 package upstream
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -13,9 +17,114 @@ import (
 	"github.com/runsc-cgroups/cgconform/runscbuild"
 )
 
-// mutantTimeout is a mutated tree's -test.timeout. A mutation that makes
-// a test hang is caught either way (the binary fails, naming the test that
-// was running); a shorter wait only spends less time on it.
+// A pull request's folder may hold a file mutationsFile: the ways to break
+// its fix that its tests must catch. make upstream-check applies each one
+// alone to the go tree of the pull request alone and runs its unit tests
+// again; a mutation they do not catch fails the pull request.
+//
+//	runsc/container/state_file.go
+//		err = os.Rename(tmp, path)
+//		err = os.WriteFile(path, data, 0640)
+//
+//	runsc/sandbox/sandbox.go
+//		return unix.Kill(pid, 0) != unix.ESRCH
+//		return unix.Kill(pid, 0) == nil
+//
+// Blocks are separated by one blank line; each is exactly three lines: the
+// file's path in the gVisor tree, the line as written in the patched tree
+// (exact, tabs included; it must be there exactly once) and the broken line
+// that replaces it. Blank lines at the end of the file are ignored.
+const mutationsFile = "mutations"
+
+// Mutation is one block of a mutation list.
+type Mutation struct {
+	Block  int    `json:"block"`  // 1-based, in file order
+	File   string `json:"file"`   // the path in the gVisor tree, with slashes
+	Line   string `json:"line"`   // the line as written in the patched tree
+	Broken string `json:"broken"` // the line that replaces it
+}
+
+// parseMutations parses the mutation list name: the well-formed blocks, a
+// message for each block that is not (or for a list with none), and how
+// many blocks it has.
+func parseMutations(name string, data []byte) (ms []Mutation, invalid []string, blocks int) {
+	// Blank lines at the end are not blocks.
+	text := strings.TrimRight(string(data), "\n")
+	if strings.TrimSpace(text) == "" {
+		return nil, []string{name + ": lists no mutation: remove the file, or give blocks of three lines (path, line, broken line)"}, 0
+	}
+	for i, block := range strings.Split(text, "\n\n") {
+		n := i + 1
+		bad := func(format string, args ...any) {
+			invalid = append(invalid, fmt.Sprintf("%s: block %d: ", name, n)+fmt.Sprintf(format, args...))
+		}
+		lines := strings.Split(block, "\n")
+		m := Mutation{Block: n, File: lines[0]}
+		switch p := m.File; {
+		case p == "":
+			bad("starts with a blank line: blocks are separated by exactly one blank line")
+		case len(lines) != 3:
+			bad("has %d lines (%q...), want 3: the file, the line as written, the broken line", len(lines), p)
+		case path.IsAbs(p) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || strings.ContainsAny(p, " \t\\"):
+			bad("first line %q is not a clean relative path in the gVisor tree (e.g. runsc/container/container.go)", p)
+		case lines[2] == lines[1]:
+			bad("the broken line is the line itself (%q): it breaks nothing", lines[1])
+		default:
+			m.Line, m.Broken = lines[1], lines[2]
+			ms = append(ms, m)
+		}
+	}
+	return ms, invalid, len(ms) + len(invalid)
+}
+
+// Count is how many lines of src are exactly m.Line.
+func (m Mutation) Count(src []byte) int {
+	n := 0
+	for _, l := range bytes.Split(src, []byte("\n")) {
+		if string(l) == m.Line {
+			n++
+		}
+	}
+	return n
+}
+
+// Apply returns src with m's line replaced by its broken line. The line
+// must be in src exactly once.
+func (m Mutation) Apply(src []byte) ([]byte, error) {
+	if n := m.Count(src); n != 1 {
+		return nil, fmt.Errorf("%s has the line %q %d times, want exactly once", m.File, m.Line, n)
+	}
+	lines := bytes.Split(src, []byte("\n"))
+	for i, l := range lines {
+		if string(l) == m.Line {
+			lines[i] = []byte(m.Broken)
+		}
+	}
+	return bytes.Join(lines, []byte("\n")), nil
+}
+
+// readMutationLists reads every pull request's mutation list, if any. A
+// list with malformed blocks is kept with its errors: they fail its pull
+// request, not the check.
+func readMutationLists(s *runscbuild.Series) (map[string]*mutationList, error) {
+	out := map[string]*mutationList{}
+	for _, pr := range s.All() {
+		data, err := os.ReadFile(filepath.Join(pr.Dir, mutationsFile))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(data)
+		l := &mutationList{name: path.Join(filepath.Base(s.Dir), pr.Name, mutationsFile), sha256: hex.EncodeToString(sum[:])}
+		l.mutations, l.invalid, l.blocks = parseMutations(l.name, data)
+		out[pr.Name] = l
+	}
+	return out, nil
+}
+
+// mutantTimeout is a mutated tree's -test.timeout: a hang is caught either
+// way, a shorter wait spends less time on it.
 const mutantTimeout = 3 * time.Minute
 
 // The outcomes of a mutation.
@@ -28,12 +137,9 @@ const (
 
 // Mutated is what a pull request's mutation list did to its tests.
 type Mutated struct {
-	List   string `json:"list"`   // patches/NN-name/mutations
-	SHA256 string `json:"sha256"` // of the list as read
-	// Invalid are the list's blocks that were not run: not three lines,
-	// a broken line identical to the original, a line not exactly once
-	// in the tree. Each fails the list.
-	Invalid []string `json:"invalid,omitempty"`
+	List    string   `json:"list"`              // patches/NN-name/mutations
+	SHA256  string   `json:"sha256"`            // of the list as read
+	Invalid []string `json:"invalid,omitempty"` // blocks not run (malformed, line not once in the tree): each fails the list
 	Results []Mutant `json:"results"`
 	Blocks  int      `json:"blocks"` // every block of the list, valid or not
 	Timeout string   `json:"timeout"`
@@ -43,7 +149,7 @@ type Mutated struct {
 
 // Mutant is one mutation and its outcome.
 type Mutant struct {
-	runscbuild.Mutation
+	Mutation
 	Outcome  string   `json:"outcome"`             // Caught, Survived, DoesNotCompile
 	CaughtBy []string `json:"caught_by,omitempty"` // package.Test: the tests that failed
 	Note     string   `json:"note,omitempty"`      // the compiler's error
@@ -95,22 +201,21 @@ func (m *Mutated) Step() Step {
 type mutationList struct {
 	name      string // patches/NN-name/mutations
 	sha256    string
-	mutations []runscbuild.Mutation // the well-formed blocks
-	blocks    int                   // every block
-	invalid   []string              // ParseMutations' errors, one a block
+	mutations []Mutation // the well-formed blocks
+	blocks    int        // every block
+	invalid   []string   // parseMutations' messages
 }
 
 // mutate applies each mutation of list alone to the go tree as the row
-// left it (the pull request alone, its unit tests passed), builds the
-// mutated file's package and runs the row's unit tests as the row did;
-// then puts the file back. A mutation is caught when a test fails that
-// does not fail before any patch.
+// left it, builds the mutated package and runs the row's unit tests again,
+// then puts the file back. It is caught when a test fails that does not
+// fail before any patch.
 func (k *checker) mutate(label string, list *mutationList, r *Result) *Mutated {
 	start := time.Now()
 	m := &Mutated{List: list.name, SHA256: list.sha256, Blocks: list.blocks, Invalid: slices.Clone(list.invalid), Timeout: mutantTimeout.String()}
 	defer func() { m.Seconds = time.Since(start).Seconds() }()
 	// Every line must be in this tree exactly once before any is run.
-	var run []runscbuild.Mutation
+	var run []Mutation
 	for _, mu := range list.mutations {
 		src, err := os.ReadFile(filepath.Join(k.goTree, filepath.FromSlash(mu.File)))
 		switch {
@@ -148,7 +253,7 @@ func (k *checker) mutate(label string, list *mutationList, r *Result) *Mutated {
 
 // mutant runs one mutation. An error means the tree could not be mutated
 // or was not restored: the remaining mutations cannot be trusted.
-func (k *checker) mutant(label string, mu runscbuild.Mutation, pkgs []string) (res Mutant, err error) {
+func (k *checker) mutant(label string, mu Mutation, pkgs []string) (res Mutant, err error) {
 	start := time.Now()
 	res.Mutation = mu
 	file := filepath.Join(k.goTree, filepath.FromSlash(mu.File))

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/runsc-cgroups/cgconform/runscbuild"
 )
 
 func TestParseTestOutput(t *testing.T) {
@@ -183,8 +182,8 @@ func TestJudgeOwn(t *testing.T) {
 }
 
 func TestMutatedStep(t *testing.T) {
-	mu := func(block int, broken string) runscbuild.Mutation {
-		return runscbuild.Mutation{Block: block, File: "runsc/container/state_file.go", Line: "\terr = os.Rename(tmp, path)", Broken: broken}
+	mu := func(block int, broken string) Mutation {
+		return Mutation{Block: block, File: "runsc/container/state_file.go", Line: "\terr = os.Rename(tmp, path)", Broken: broken}
 	}
 	caught := Mutant{Mutation: mu(1, "\terr = nil"), Outcome: Caught, CaughtBy: []string{"runsc/container.TestSaveReplacesWhole"}}
 	survived := Mutant{Mutation: mu(2, "\terr = os.WriteFile(path, data, 0640)"), Outcome: Survived}

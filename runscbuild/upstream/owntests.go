@@ -29,10 +29,9 @@ type edits struct {
 
 var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@`)
 
-// changedLines reads a `git diff -U0` and returns, per file of the new
-// tree, the lines it adds (blank lines and lone closing braces left out:
-// -U0 may credit them to the function before) and the points where it
-// only deletes.
+// changedLines reads a `git diff -U0` into edits per file of the new tree,
+// leaving out blank lines and lone closing braces (-U0 may credit them to
+// the function before).
 func changedLines(diff string) map[string]*edits {
 	out := map[string]*edits{}
 	var cur *edits
@@ -129,11 +128,9 @@ func (k *checker) ownTests(from string) ([]string, error) {
 	return out, nil
 }
 
-// judgeOwn is the own-tests step: own are the pull request's test
-// functions (package.TestName), ran the test step's outcomes (package ->
-// test -> pass, skip or fail), counts their sums. It fails when none of
-// own passed; when own is empty, when no test of the touched packages
-// passed (all skipped, or none ran).
+// judgeOwn is the own-tests step of own, the pull request's test functions,
+// given the test step's outcomes and sums: it fails when none of own
+// passed (when own is empty: when no test of the touched packages did).
 func judgeOwn(own []string, ran map[string]map[string]string, counts Counts) (Step, []Own) {
 	if len(own) == 0 {
 		if counts.Passed == 0 {

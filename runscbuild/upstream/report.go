@@ -3,16 +3,16 @@ package upstream
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
-// Markdown is the report for people: the two trees, then one table row per
-// check (a pull request alone, and in order when that differs), each with
-// the patches it applied and every step's result.
+// Markdown is the report for people: the two trees, then a table row per
+// check with the patches it applied and every step's result.
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# upstream-check\n\n")
@@ -43,30 +43,24 @@ func (r *Report) Markdown() string {
 	if len(r.BaseFailures) > 0 {
 		fmt.Fprintf(&b, "Unit tests that fail on the go tree before any patch (no row fails for them): %s\n\n", failedList(r.BaseFailures))
 	}
-	b.WriteString("| PR | check | patches applied (sha256) | master: am / gofmt / BUILD / own test | go: am / build / vet / test | seconds | verdict |\n|---|---|---|---|---|---|---|\n")
+	var rows [][]string
 	for _, v := range r.Verdicts {
-		type row struct {
-			kind string
-			res  Result
-		}
-		rows := []row{{"alone", v.Alone}}
-		if v.InOrder != nil {
-			rows = append(rows, row{"in order", *v.InOrder})
-		} else if v.SameAsAlone {
-			rows[0].kind = "alone = in order"
-		}
-		for _, row := range rows {
+		add := func(kind string, res Result) {
 			var ps []string
-			for _, p := range row.res.Patches {
+			for _, p := range res.Patches {
 				ps = append(ps, fmt.Sprintf("%s `%.12s`", p.Name, p.SHA256))
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s / %s / %s / %s | %s / %s / %s / %s | %.0f | %s |\n", v.name(), row.kind,
-				strings.Join(ps, "<br>"),
-				cell(row.res.MasterApply), cell(row.res.Gofmt), cell(row.res.BazelSrcs), cell(row.res.OwnTest),
-				cell(row.res.GoApply), cell(row.res.Build), cell(row.res.Vet), cell(row.res.Test),
-				row.res.Seconds, verdict(row.res.OK()))
+			rows = append(rows, []string{v.name(), kind, strings.Join(ps, "<br>"),
+				cell(res.MasterApply) + " / " + cell(res.Gofmt) + " / " + cell(res.BazelSrcs) + " / " + cell(res.OwnTest),
+				cell(res.GoApply) + " / " + cell(res.Build) + " / " + cell(res.Vet) + " / " + cell(res.Test),
+				fmt.Sprintf("%.0f", res.Seconds), verdict(res.OK())})
+		}
+		add(map[bool]string{true: "alone = in order", false: "alone"}[v.SameAsAlone && v.InOrder == nil], v.Alone)
+		if v.InOrder != nil {
+			add("in order", *v.InOrder)
 		}
 	}
+	b.WriteString(report.MarkdownTable([]string{"PR", "check", "patches applied (sha256)", "master: am / gofmt / BUILD / own test", "go: am / build / vet / test", "seconds", "verdict"}, rows))
 	b.WriteString(r.aloneSection())
 	fmt.Fprintf(&b, "\n%d of %d pass (pull requests and carried sets); wall time %.0f s.\n", len(r.Verdicts)-len(r.Failed()), len(r.Verdicts), r.Seconds)
 	if len(r.Only) > 0 {
@@ -78,7 +72,7 @@ func (r *Report) Markdown() string {
 	return b.String()
 }
 
-func cell(s Step) string { return esc(s.word()) }
+func cell(s Step) string { return oneLine(s.word()) }
 
 func verdict(ok bool) string {
 	if ok {
@@ -89,26 +83,23 @@ func verdict(ok bool) string {
 
 // WriteFiles writes report.json and report.md into dir.
 func (r *Report) WriteFiles(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644)
+	return report.WriteFiles(dir, map[string]func(io.Writer) error{
+		"report.json": func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(r)
+		},
+		"report.md": func(w io.Writer) error { _, err := io.WriteString(w, r.Markdown()); return err },
+	})
 }
 
-// aloneSection is each pull request alone on the go tree: the tree built,
-// its unit tests as nobody, its own tests, and what its mutations did.
+// aloneSection is each pull request alone on the go tree: its tests and
+// what its mutations did.
 func (r *Report) aloneSection() string {
 	var b strings.Builder
 	b.WriteString("\n## Each pull request alone on the go tree, as nobody\n\n")
 	fmt.Fprintf(&b, "Own tests: the test functions the pull request adds or changes; it fails when none of them passes as nobody (all skip, or none runs here), or, when it adds or changes none, when no test of the touched packages passes. Mutations: each block of patches/NN-name/mutations applied alone to this tree, the mutated package built and the same unit tests run as nobody (each binary for at most %s); it fails when one survives (no test fails that passes before any patch) or does not compile.\n\n", mutantTimeout)
-	b.WriteString("| PR | tree built (commit) | tests as nobody | own tests | mutations | verdict |\n|---|---|---|---|---|---|\n")
+	var rows [][]string
 	for _, v := range r.Verdicts {
 		a := v.Alone
 		tree := a.GoTree
@@ -136,8 +127,9 @@ func (r *Report) aloneSection() string {
 		} else if a.Mutants.OK || (!a.Mutants.Ran && a.Mutants.Note != "") {
 			muts = a.Mutants.Note
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", v.name(), esc(tree), tests, cell(a.OwnTests), esc(muts), verdict(a.OK()))
+		rows = append(rows, []string{v.name(), oneLine(tree), tests, cell(a.OwnTests), oneLine(muts), verdict(a.OK())})
 	}
+	b.WriteString(report.MarkdownTable([]string{"PR", "tree built (commit)", "tests as nobody", "own tests", "mutations", "verdict"}, rows))
 	for _, v := range r.Verdicts {
 		m := v.Alone.Mutated
 		if m == nil {
@@ -175,7 +167,5 @@ func code(line string) string {
 	return "`" + line + "`"
 }
 
-// esc keeps a table cell one cell.
-func esc(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ")
-}
+// oneLine keeps a table cell on one line (report.MarkdownTable escapes "|").
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

@@ -109,7 +109,7 @@ func TestWriteRefusesStaleTables(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(t.TempDir(), "out")
-			_, err = Write(WriteConfig{Series: s, Out: out, Author: id, Report: res, Before: "runsc-stock", After: "runsc-patched", Module: m, AllowUnproven: tc.allow, Log: io.Discard})
+			_, err = Write(WriteConfig{Series: s, Out: out, Author: id, Report: res, Module: m, AllowUnproven: tc.allow, Log: io.Discard})
 			var se *StaleError
 			if tc.refused == nil {
 				if err != nil {

@@ -11,15 +11,9 @@ import (
 	"github.com/runsc-cgroups/cgconform/runscbuild"
 )
 
-// The upstream tests (make upstream-tests): the tests the series adds to
-// upstream's runsc/container test files, built in the go branch plus those
-// files (runscbuild.UpstreamTestTree): patched, stock with only the tests,
-// and each pull request's build with its own tests; each run in every VM
-// mode against its runsc.
-
-// A TestRun is one test binary the VMs run: NAME is patched, stock or a
-// pull request's build (pr-NN-name), its binary bin/container-NAME.test,
-// its runsc bin/runsc-NAME, its output MODE/harness/NAME.txt.
+// A TestRun is one test binary of make upstream-tests the VMs run: NAME is
+// patched, stock or pr-NN-name, its binary bin/container-NAME.test, its
+// runsc bin/runsc-NAME, its output MODE/harness/NAME.txt.
 type TestRun struct {
 	Name  string
 	Tests []string // the tests it runs
@@ -31,7 +25,7 @@ func (r TestRun) Binary() string { return "container-" + r.Name + ".test" }
 var addedTest = regexp.MustCompile(`^\+func (Test\w+)\(t \*testing\.T\)`)
 
 // AddedTests lists the tests the patches add to runsc/container's
-// container_test.go, the file upstream's runsc/container tests live in.
+// container_test.go.
 func AddedTests(patches []runscbuild.Patch) ([]string, error) {
 	var names []string
 	for _, p := range patches {
@@ -66,10 +60,9 @@ func VMScript(runs []TestRun) string {
 
 var testResult = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (Test\w+) `)
 
-// TestReport reads the VMs' outputs in outDir (MODE/harness/NAME.txt) and
-// writes outDir/report.md: per test and mode, its result in each run that
-// has it (patched / stock / the pull request's own build). bad lists the
-// results other than PASS or SKIP of every run but stock.
+// TestReport writes outDir/report.md from the VMs' outputs: per test and
+// mode, its result in each run that has it. bad lists the results other
+// than PASS or SKIP of every run but stock.
 func TestReport(outDir string, tests []string, runs []TestRun) (table string, bad []string, err error) {
 	dirs, err := filepath.Glob(filepath.Join(outDir, "*", "harness", runs[0].Name+".txt"))
 	if err != nil {

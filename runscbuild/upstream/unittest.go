@@ -16,10 +16,9 @@ import (
 )
 
 // NobodySandbox runs a unit test binary where it cannot touch the host's
-// cgroups: in a private mount namespace whose /sys/fs/cgroup (and systemd's
-// and D-Bus's sockets under /run) is an empty read-only tmpfs, as nobody,
-// with no capabilities. Tests that need root or a cgroup hierarchy skip or
-// fail there; they belong in the VMs (make matrix, make upstream-tests).
+// cgroups: as nobody, with no capabilities, in a private mount namespace
+// whose /sys/fs/cgroup (and systemd's and D-Bus's /run) is an empty
+// read-only tmpfs. Tests that need more belong in the VMs.
 func NobodySandbox(cmd *exec.Cmd) (*exec.Cmd, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the unit tests run as nobody in a private mount namespace without the host's cgroupfs, which takes root to set up: run make upstream-check as root")
@@ -41,15 +40,13 @@ var (
 	stillRunning = regexp.MustCompile(`^\s+(Test\S*) \(\S+\)$`)
 )
 
-// testRun is what a test binary's -test.v output says of its top-level
-// tests.
+// testRun is a test binary's top-level tests by outcome.
 type testRun struct {
 	Passed, Skipped, Failed []string
 }
 
-// parseTestOutput reads the top-level tests' outcomes from -test.v output.
-// A test that was running when the binary timed out failed: it is named
-// with " (timed out)".
+// parseTestOutput reads -test.v output. A test running when the binary
+// timed out failed: it is named with " (timed out)".
 func parseTestOutput(out string) testRun {
 	var r testRun
 	timeout := false
@@ -91,11 +88,9 @@ func (r testRun) status() map[string]string {
 const testTimeout = 10 * time.Minute
 
 // test compiles each package's unit tests into Work/bin and runs them in
-// the sandbox, in the package's folder, each binary for at most timeout.
-// It records the failing tests per package in k.failed (a binary that
-// fails without a FAIL line counts as one failure, "(exit)"), every top-level
-// test's outcome in k.ran and their sums in k.counts; hard is set when a
-// test binary does not compile.
+// the sandbox, in the package's folder, each for at most timeout. It
+// records k.failed (a binary that fails without a FAIL line: "(exit)"),
+// k.ran and k.counts; k.hard when a test binary does not compile.
 func (k *checker) test(label string, pkgs []string, timeout time.Duration) Step {
 	k.failed, k.hard = map[string][]string{}, false
 	k.ran, k.counts = map[string]map[string]string{}, Counts{}
@@ -175,8 +170,7 @@ func runErrText(err error) string {
 }
 
 // overlay writes a go command overlay that deletes pkg's upstream test
-// files (those of the go tree's base commit) and returns its path and how
-// many files it deletes.
+// files (the go tree's base commit's), and says how many.
 func (k *checker) overlay(pkg string) (string, int, error) {
 	out, err := gitIn(k.goTree, "ls-tree", "--name-only", k.goBase, "--", pkg+"/")
 	if err != nil {
@@ -212,8 +206,7 @@ func (k *checker) judgeTests(s Step) Step {
 // failedList lists m's failing tests as package.Test, sorted, joined.
 func failedList(m map[string][]string) string { return strings.Join(failures(m, nil), " ") }
 
-// failures lists m's failing tests that base does not list, as
-// package.Test, sorted.
+// failures lists m's failing tests base does not, as package.Test, sorted.
 func failures(m, base map[string][]string) []string {
 	var out []string
 	for pkg, tests := range m {
@@ -248,8 +241,8 @@ func logName(label string) string {
 
 var testMessage = regexp.MustCompile(`^\s+\S+_test\.go:\d+: |--- FAIL: |^panic: |^FAIL`)
 
-// failureLines keeps what explains a test binary's failure: the FAIL
-// lines, the t.Error and t.Fatal messages, a panic, and the last lines.
+// failureLines keeps the FAIL lines, t.Error and t.Fatal messages, a panic
+// and the last lines of a test binary's output.
 func failureLines(out string) string {
 	var keep []string
 	for _, l := range strings.Split(out, "\n") {

@@ -1,7 +1,6 @@
-// Package upstream turns patches/series into what is sent to gVisor: one
-// folder per pull request with the sender's authorship and a filled PR.md
-// (Write), and the checks a maintainer would run on each pull request alone
-// and on all of them in order (Check).
+// Package upstream turns patches/series into what is sent to gVisor (Write)
+// and checks each pull request alone and all in order as a maintainer
+// would (Check).
 package upstream
 
 import (
@@ -10,16 +9,12 @@ import (
 )
 
 // TreeInfo names a tree a check ran on: the exact commit, and how it was
-// made from upstream's commits.
+// made from upstream's.
 type TreeInfo struct {
-	Name   string `json:"name"`   // "master" or "go"
-	Commit string `json:"commit"` // the commit every row of this tree starts from
-	// Upstream is the upstream commit it is made from (master's base, or
-	// the go branch's commit made from that base).
-	Upstream string `json:"upstream"`
-	// Made says, one line each, what the checker added to or removed
-	// from Upstream to make Commit (missing blobs, master's tests).
-	Made []string `json:"made,omitempty"`
+	Name     string   `json:"name"`           // "master" or "go"
+	Commit   string   `json:"commit"`         // the commit every row of this tree starts from
+	Upstream string   `json:"upstream"`       // the upstream commit it is made from
+	Made     []string `json:"made,omitempty"` // what was added or removed to make Commit, one line each
 }
 
 // Step is one check's outcome.
@@ -47,19 +42,14 @@ func (s Step) word() string {
 	return "FAIL"
 }
 
-// PatchRef is one patch file applied in a row, with the digest of its
-// bytes: the evidence names the exact patch it checked.
+// PatchRef is one patch file applied in a row, with its sha256.
 type PatchRef struct {
 	Name   string `json:"name"` // NN-name/000N-subject.patch
 	SHA256 string `json:"sha256"`
 }
 
 // Result is one row: a pull request's own patches on top of Needs, applied
-// to both trees. On master (Bazel's tree: BUILD files, no generated Go
-// sources) it is applied, gofmt'd and its BUILD entries checked; on the go
-// tree (the go branch made from that master, plus master's tests of the
-// touched packages) it is built, vetted and its unit tests run. There is no
-// other tree: what does not build there fails.
+// to both trees (CheckConfig).
 type Result struct {
 	Needs   []string   `json:"needs"`   // pull requests applied first, in order
 	Patches []PatchRef `json:"patches"` // every patch applied, the needs' first
@@ -69,24 +59,15 @@ type Result struct {
 	BazelSrcs   Step `json:"bazel_srcs"`   // every Go file it adds is named in its folder's BUILD
 	OwnTest     Step `json:"own_test"`     // it adds or changes a _test.go file when it changes Go code
 
-	GoApply Step `json:"go_apply"` // git am on the go tree (BUILD hunks excluded: it has none)
-	Build   Step `json:"build"`    // go build ./runsc/... and the touched packages
-	Vet     Step `json:"vet"`      // go vet of the touched packages (tests included)
-	Test    Step `json:"test"`     // their unit tests, as nobody, with no host cgroupfs
-	// OwnTests: some test the pull request adds or changes passed as
-	// nobody (when it adds or changes none: some test of the touched
-	// packages did). A pull request whose tests all skip, or that runs
-	// none, fails here.
-	OwnTests Step `json:"own_tests"`
-	// Mutants: the pull request alone only. Each mutation of its list
-	// (patches/NN-name/mutations), applied alone, makes a unit test fail.
-	Mutants Step `json:"mutants"`
+	GoApply  Step `json:"go_apply"`  // git am on the go tree (BUILD hunks excluded: it has none)
+	Build    Step `json:"build"`     // go build ./runsc/... and the touched packages
+	Vet      Step `json:"vet"`       // go vet of the touched packages (tests included)
+	Test     Step `json:"test"`      // their unit tests, as nobody, with no host cgroupfs
+	OwnTests Step `json:"own_tests"` // a test it adds or changes passed as nobody (judgeOwn)
+	Mutants  Step `json:"mutants"`   // alone only: each mutation of its list makes a unit test fail
 
-	// GoTree names the go tree this row built: "go branch d53e01b47 +
-	// master 3c5eee17d's tests + 05-state-file + 06-state-lock", and
-	// GoCommit is its commit (the last patch applied).
-	GoTree   string   `json:"go_tree,omitempty"`
-	GoCommit string   `json:"go_commit,omitempty"`
+	GoTree   string   `json:"go_tree,omitempty"`   // "go branch d53e01b47 + master 3c5eee17d's tests + 05-state-file"
+	GoCommit string   `json:"go_commit,omitempty"` // its commit
 	Tests    Counts   `json:"tests"`               // the top-level unit tests run as nobody
 	Own      []Own    `json:"own,omitempty"`       // the test functions the pull request adds or changes
 	Mutated  *Mutated `json:"mutations,omitempty"` // each mutation's outcome (alone only)
@@ -103,15 +84,14 @@ type Counts struct {
 }
 
 // Own is one test function a pull request adds or changes, and what it
-// did as nobody: "pass", "skip", "fail", or "not run" (its file is not
-// run here: upstream's test files of a vetted-only package).
+// did as nobody: "pass", "skip", "fail", or "not run".
 type Own struct {
 	Test   string `json:"test"` // package.TestName
 	Status string `json:"status"`
 }
 
-// OK reports whether the row passed: applied on both trees and every step
-// that applies passed.
+// OK reports whether the row applied on both trees and every step that
+// ran passed.
 func (r Result) OK() bool {
 	if !r.MasterApply.OK || !r.GoApply.OK {
 		return false
@@ -145,14 +125,12 @@ func (r Result) Summary() string {
 
 // Verdict is a pull request's two rows.
 type Verdict struct {
-	PR    string   `json:"pr"`
-	After []string `json:"after,omitempty"` // as the series declares
-	// Carried is a set we carry for our runsc: checked as a pull request
-	// is, never sent.
-	Carried bool   `json:"carried,omitempty"`
-	Alone   Result `json:"alone"` // on top of what it needs
-	// InOrder is on top of every earlier pull request. SameAsAlone says
-	// the two sets of patches are the same, so it was not run twice.
+	PR      string   `json:"pr"`
+	After   []string `json:"after,omitempty"`   // as the series declares
+	Carried bool     `json:"carried,omitempty"` // a carried set: checked as a pull request is, never sent
+	Alone   Result   `json:"alone"`             // on top of what it needs
+	// InOrder is on top of every earlier pull request; SameAsAlone: those
+	// are the patches of Alone, so it was not run twice.
 	InOrder     *Result `json:"in_order,omitempty"`
 	SameAsAlone bool    `json:"same_as_alone"`
 }
@@ -186,10 +164,5 @@ func (v Verdict) Line() string {
 	default:
 		b.WriteString("not run")
 	}
-	if v.OK() {
-		b.WriteString(" => PASS")
-	} else {
-		b.WriteString(" => FAIL")
-	}
-	return b.String()
+	return b.String() + map[bool]string{true: " => PASS", false: " => FAIL"}[v.OK()]
 }

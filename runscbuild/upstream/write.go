@@ -16,10 +16,9 @@ import (
 	"github.com/runsc-cgroups/cgconform/runscbuild/prtext"
 )
 
-// Identity resolves who sends the series: each of name and email from the
-// argument when set (AUTHOR_NAME, AUTHOR_EMAIL), else from `git config
-// user.name` / `user.email` in repo. It refuses when either stays unset, or
-// is the placeholder. source says where each came from.
+// Identity resolves who sends the series: name and email from the
+// arguments when set, else from git config in repo; refused when unset or
+// the placeholder. source says where each came from.
 func Identity(repo, name, email string) (id patchmail.Identity, source string, err error) {
 	pick := func(val, key, variable string) (string, string) {
 		if strings.TrimSpace(val) != "" {
@@ -47,16 +46,11 @@ type WriteConfig struct {
 	Series *runscbuild.Series
 	Out    string // one folder per pull request goes here
 	Author patchmail.Identity
-	// Report fills the PR.md tables; nil leaves prtext.Unfilled in them.
-	Report        *prtext.Results
-	Before, After string // the runtimes of a table's cells
+	Report *prtext.Results // fills the PR.md tables; nil: prtext.Unfilled
 	// Module is the pinned gVisor: with the series it makes the build each
 	// runtime of a table must have been made from.
-	Module runscbuild.Module
-	// AllowUnproven prints, marked "build unproven", a table whose runs
-	// record no build; without it such a table is refused like a stale
-	// one.
-	AllowUnproven bool
+	Module        runscbuild.Module
+	AllowUnproven bool // print, marked, a table whose runs record no build
 	Log           io.Writer
 }
 
@@ -64,14 +58,11 @@ type WriteConfig struct {
 // no other folder is ever emptied.
 const outMarker = ".upstream-series"
 
-// Write writes, for every pull request, Out/NN-name/000N-*.patch (numbered
-// within the pull request, with the sender's From: and Signed-off-by:) and
-// Out/NN-name/PR.md (tables filled). It returns the warnings of the tables:
-// cells where the patched runtime did not pass, tables printed "build
-// unproven". A pull request whose table has a cell from another build than
-// its current patches make (or, without AllowUnproven, from a run that
-// records none) gets no PR.md: after the others are written, a *StaleError
-// names each such pull request, what is stale and how to measure it again.
+// Write writes, for every pull request, Out/NN-name/000N-*.patch (with the
+// sender's From: and Signed-off-by:) and Out/NN-name/PR.md (tables
+// filled), and returns the tables' warnings. A pull request whose table
+// prtext refuses gets no PR.md: after the others are written, a
+// *StaleError names each such one and how to measure it again.
 func Write(c WriteConfig) (warnings []string, err error) {
 	if err := c.Author.Check(); err != nil {
 		return nil, err
@@ -132,11 +123,10 @@ func Write(c WriteConfig) (warnings []string, err error) {
 }
 
 // columns are the runtimes of pr's table and the builds the current
-// patches make of each: stock; what pr needs, alone, when it needs any;
-// and pr's own build, or After (the whole series) when the runs have no
-// pull request's build at all.
+// patches make of each: stock; what pr needs, alone; pr's own build, or
+// runsc-patched when the runs have no pull request's build at all.
 func (c WriteConfig) columns(pr runscbuild.PR) (prtext.Columns, error) {
-	cols := prtext.Columns{Before: c.Before, After: c.After, AllowUnproven: c.AllowUnproven, Want: map[string]report.Build{}}
+	cols := prtext.Columns{Before: "runsc-stock", After: "runsc-patched", AllowUnproven: c.AllowUnproven, Want: map[string]report.Build{}}
 	// Stock + this pull request, wherever the runs have pull requests'
 	// builds (a run without any, such as make matrix, shows the series).
 	if c.Report != nil && slices.ContainsFunc(c.Report.Outcomes, func(o prtext.Outcome) bool {
@@ -146,11 +136,7 @@ func (c WriteConfig) columns(pr runscbuild.PR) (prtext.Columns, error) {
 	}
 	if _, ok := runscbuild.NeedsFlavor(c.Series, pr); ok {
 		cols.Needs = runscbuild.NeedsRuntime(pr.Name)
-		var names []string
-		for _, n := range c.Series.Needs(pr.Name) {
-			names = append(names, n.Name)
-		}
-		cols.NeedsAbout = "stock runsc with " + strings.Join(names, ", ")
+		cols.NeedsAbout = "stock runsc with " + strings.Join(names(c.Series.Needs(pr.Name)), ", ")
 	}
 	for _, rt := range []string{cols.Before, cols.Needs, cols.After} {
 		if rt == "" {
@@ -191,11 +177,7 @@ func (e *StaleError) Error() string {
 	fmt.Fprintf(&b, "%d pull requests' tables are not from their current patches' builds (stale: %s; build unproven: %s); no PR.md written for them:",
 		len(e.PRs), report.OrNone(stale), report.OrNone(unproven))
 	for _, r := range e.PRs {
-		var names []string
-		for _, s := range r.Err.Selectors {
-			names = append(names, s.String())
-		}
-		fmt.Fprintf(&b, "\n  pull request %s, table of %s:", r.PR, strings.Join(names, " "))
+		fmt.Fprintf(&b, "\n  pull request %s, table of %s:", r.PR, prtext.SelectorList(r.Err.Selectors))
 		for _, p := range r.Err.Problems {
 			fmt.Fprintf(&b, "\n    %s", p)
 		}
@@ -232,8 +214,7 @@ func prepareOut(out string) error {
 	return os.WriteFile(filepath.Join(out, outMarker), []byte("made by make upstream-series; it empties this folder when run again\n"), 0o644)
 }
 
-// SendSteps says how to open each pull request from Out: a branch on
-// upstream master with its dependencies' patches and its own, in order.
+// SendSteps says how to open each pull request from out on upstream master.
 func SendSteps(s *runscbuild.Series, out string) string {
 	var b strings.Builder
 	for _, pr := range s.PRs {

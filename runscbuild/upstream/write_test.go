@@ -75,7 +75,7 @@ func TestWrite(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	id := patchmail.Identity{Name: "Jane Doe", Email: "jane@users.noreply.github.com"}
 	// A conformance report records no build: its tables are unproven.
-	cfg := WriteConfig{Series: s, Out: out, Author: id, Report: res, Before: "runsc-stock", After: "runsc-patched", Module: runscbuild.Module{Version: "v0.0.0-x"}, AllowUnproven: true, Log: io.Discard}
+	cfg := WriteConfig{Series: s, Out: out, Author: id, Report: res, Module: runscbuild.Module{Version: "v0.0.0-x"}, AllowUnproven: true, Log: io.Discard}
 	if _, err := Write(cfg); err != nil {
 		t.Fatal(err)
 	}

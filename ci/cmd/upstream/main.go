@@ -1,11 +1,5 @@
-// Command upstream prepares patches/series for gVisor: it writes the pull
-// requests with the sender's authorship and their descriptions (series),
-// checks them on an upstream checkout (check), keeps the committed patches
-// neutral (neutralize) and WORKSPACE in step (sync), and runs the matrix
-// behind the PR.md tables (evidence) and the series' tests in upstream's
-// files in the VMs (tests). The subcommands' flags are in usage below.
-//
-// See README, "Sending the series upstream".
+// Command upstream prepares patches/series for gVisor (usage below; README,
+// "Sending the series upstream").
 package main
 
 import (
@@ -26,29 +20,27 @@ import (
 
 func usage() {
 	fmt.Fprintf(os.Stderr, `usage:
-  upstream [-repo DIR] series -out DIR [-report FILE] [-allow-unproven] [-author-name NAME -author-email EMAIL]
-  upstream [-repo DIR] check -dir GVISOR-REPOSITORY [-base REV] [-go-ref BRANCH] [-prs NN-name,...]
-  upstream [-repo DIR] neutralize PATCH-FILE...
-  upstream [-repo DIR] sync
-  upstream [-repo DIR] evidence [matrix flags, e.g. -modes v2 -jobs 1]
-  upstream [-repo DIR] tests -dir GVISOR [-rev REV] [-prs] [-- matrix flags]
+  upstream series -out DIR [-report FILE] [-allow-unproven] [-author-name NAME -author-email EMAIL]
+  upstream check -dir GVISOR-REPOSITORY [-base REV] [-go-ref BRANCH] [-prs NN-name,...]
+  upstream neutralize PATCH-FILE...
+  upstream sync
+  upstream evidence [matrix flags, e.g. -modes v2 -jobs 1]
+  upstream tests -dir GVISOR [-rev REV] [-prs] [-- matrix flags]
+(run from the project root: the folder with go.mod, patches/ and WORKSPACE)
 `)
 	os.Exit(2)
 }
 
 func main() {
-	repo := flag.String("repo", ".", "project root: the folder with go.mod, patches/ and WORKSPACE")
-	flag.Usage = usage
-	flag.Parse()
-	if flag.NArg() < 1 {
+	if len(os.Args) < 2 {
 		usage()
 	}
-	root, err := filepath.Abs(*repo)
+	root, err := os.Getwd()
 	if err != nil {
 		fail(err)
 	}
-	args := flag.Args()[1:]
-	switch flag.Arg(0) {
+	args := os.Args[2:]
+	switch os.Args[1] {
 	case "series":
 		err = cmdSeries(root, args)
 	case "check":
@@ -79,18 +71,15 @@ func readSeries(root string) (*runscbuild.Series, error) {
 }
 
 // load reads the series and resolves the pinned gVisor module.
-func load(root string) (*runscbuild.Series, runscbuild.Module, error) {
-	s, err := readSeries(root)
-	if err != nil {
-		return nil, runscbuild.Module{}, err
+func load(root string) (s *runscbuild.Series, m runscbuild.Module, err error) {
+	if s, err = readSeries(root); err == nil {
+		m, err = runscbuild.ResolveModule(root)
 	}
-	m, err := runscbuild.ResolveModule(root)
 	return s, m, err
 }
 
-// cmdNeutralize rewrites patch files in place: the From: placeholder, no
-// trailer naming a person, one Assisted-by trailer. Use it on patches fresh
-// from git format-patch before committing them.
+// cmdNeutralize rewrites patch files fresh from git format-patch in place
+// for committing (patchmail.Neutralize).
 func cmdNeutralize(files []string) error {
 	if len(files) == 0 {
 		return fmt.Errorf("neutralize: name the patch files")
@@ -104,19 +93,17 @@ func cmdNeutralize(files []string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
-		if string(out) == string(data) {
-			continue
+		if string(out) != string(data) {
+			if err := os.WriteFile(f, out, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "upstream: neutralized %s\n", f)
 		}
-		if err := os.WriteFile(f, out, 0o644); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "upstream: neutralized %s\n", f)
 	}
 	return nil
 }
 
-// cmdEvidence runs the matrix behind the PR.md tables (make evidence): stock
-// runsc on every table's cases, each pull request's build on its own.
+// cmdEvidence runs the matrix behind the PR.md tables (make evidence).
 func cmdEvidence(root string, extra []string) error {
 	s, err := readSeries(root)
 	if err != nil {
@@ -139,8 +126,7 @@ func matrix(root string, args []string) error {
 
 // cmdTests builds the series' tests in upstream's test files (patched,
 // stock with the tests only, and with -prs each pull request's build) and
-// runs them in the matrix VMs (make upstream-tests);
-// out/upstream-tests/report.md has the results.
+// runs them in the matrix VMs (make upstream-tests).
 func cmdTests(root string, args []string) error {
 	fs := flag.NewFlagSet("tests", flag.ExitOnError)
 	dir := fs.String("dir", "", "a gVisor checkout or bare repository (upstream master) with the test files the go branch lacks")
@@ -158,14 +144,22 @@ func cmdTests(root string, args []string) error {
 	if err != nil {
 		return err
 	}
-	// Each run: its name, the patches its tree takes, whether only their
-	// test hunks.
+	// Each run, and the runsc its test binary runs against: stock's tree
+	// takes only the test hunks of the series.
 	type build struct {
-		run       upstream.TestRun
-		patches   []runscbuild.Patch
-		testsOnly bool
+		run    upstream.TestRun
+		flavor runscbuild.Flavor
 	}
-	builds := []build{{upstream.TestRun{Name: "patched", Tests: all}, s.Patches(), false}, {upstream.TestRun{Name: "stock", Tests: all}, s.Patches(), true}}
+	builds := []build{{upstream.TestRun{Name: "patched", Tests: all}, runscbuild.Flavor{Name: "patched", Patches: s.Patches()}}, {upstream.TestRun{Name: "stock", Tests: all}, runscbuild.Flavor{Name: "stock"}}}
+	for _, pr := range s.PRs {
+		own, err := upstream.AddedTests(pr.Patches)
+		if err != nil {
+			return err
+		}
+		if f := runscbuild.PRFlavor(s, pr); *prs && len(own) > 0 {
+			builds = append(builds, build{upstream.TestRun{Name: f.Name, Tests: own}, f})
+		}
+	}
 	cfg := runscbuild.DefaultConfig(root)
 	unlock, err := runscbuild.Lock(cfg.WorkDir, os.Stderr)
 	if err != nil {
@@ -174,37 +168,24 @@ func cmdTests(root string, args []string) error {
 	// Held while building only, not through the VMs' run.
 	unlock = sync.OnceFunc(unlock)
 	defer unlock()
-	// Each test binary runs against the runsc of the same patches.
-	for _, f := range []runscbuild.Flavor{{Name: "stock"}, {Name: "patched", Patches: s.Patches()}} {
-		if _, err := runscbuild.Ensure(cfg, m, f); err != nil {
-			return err
-		}
-	}
-	for _, pr := range s.PRs {
-		own, err := upstream.AddedTests(pr.Patches)
-		if err != nil {
-			return err
-		}
-		if !*prs || len(own) == 0 {
-			continue
-		}
-		f := runscbuild.PRFlavor(s, pr)
-		if _, err := runscbuild.Ensure(cfg, m, f); err != nil {
-			return err
-		}
-		builds = append(builds, build{upstream.TestRun{Name: f.Name, Tests: own}, f.Patches, false})
-	}
 	var runs []upstream.TestRun
 	var bins []string
 	for _, b := range builds {
+		if _, err := runscbuild.Ensure(cfg, m, b.flavor); err != nil {
+			return err
+		}
+		patches, testsOnly := b.flavor.Patches, b.flavor.Name == "stock"
+		if testsOnly {
+			patches = s.Patches()
+		}
 		tree := filepath.Join(cfg.WorkDir, "upstream-tests-"+b.run.Name)
-		fmt.Fprintf(os.Stderr, "upstream: %s: the go branch, upstream's test files at %s, %d patches%s\n", tree, *rev, len(b.patches), map[bool]string{true: " (their test hunks only)"}[b.testsOnly])
-		if err := runscbuild.UpstreamTestTree(m, *dir, *rev, tree, b.patches, b.testsOnly, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "upstream: %s: the go branch, upstream's test files at %s, %d patches%s\n", tree, *rev, len(patches), map[bool]string{true: " (their test hunks only)"}[testsOnly])
+		if err := runscbuild.UpstreamTestTree(m, *dir, *rev, tree, patches, testsOnly, os.Stderr); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "upstream: building %s (a few minutes on 2 cores when cold)\n", b.run.Binary())
-		if err := runscbuild.BuildTest(tree, "runsc/container", filepath.Join(cfg.BinDir, b.run.Binary()), os.Stderr); err != nil {
-			return err
+		if err := runscbuild.Go(tree, os.Stderr, "test", "-c", "-o", filepath.Join(cfg.BinDir, b.run.Binary()), "./runsc/container").Run(); err != nil {
+			return fmt.Errorf("building the tests of runsc/container in %s: %w", tree, err)
 		}
 		runs = append(runs, b.run)
 		bins = append(bins, b.run.Binary(), "runsc-"+b.run.Name)
@@ -266,8 +247,6 @@ func cmdSeries(root string, args []string) error {
 	reportPath := fs.String("report", "", "matrix or conformance report.json for the PR.md tables, or several, comma-separated, as one run (a later report's cell wins; default: the runs in patches/evidence/, else out/matrix/report.json when it exists)")
 	name := fs.String("author-name", "", "author and Signed-off-by name (default: git config user.name)")
 	email := fs.String("author-email", "", "author and Signed-off-by email (default: git config user.email)")
-	before := fs.String("before", "runsc-stock", "the runtime a table's cells show first")
-	after := fs.String("after", "runsc-patched", "the runtime a table's cells show last, where the report has no build of the pull request itself")
 	allowUnproven := fs.Bool("allow-unproven", false, "print, marked \"Build unproven\", a table whose runs record no build (reports from before builds were recorded); a table from another build than the current patches' is refused all the same")
 	fs.Parse(args)
 	if *out == "" || fs.NArg() > 0 {
@@ -298,8 +277,7 @@ func cmdSeries(root string, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "upstream-series: author %s (from %s)\n", id, source)
 	warnings, err := upstream.Write(upstream.WriteConfig{
-		Series: s, Out: *out, Author: id, Report: res, Before: *before, After: *after,
-		Module: m, AllowUnproven: *allowUnproven, Log: os.Stderr,
+		Series: s, Out: *out, Author: id, Report: res, Module: m, AllowUnproven: *allowUnproven, Log: os.Stderr,
 	})
 	for _, w := range warnings {
 		fmt.Fprintf(os.Stderr, "upstream-series: warning: %s\n", w)
@@ -314,17 +292,13 @@ func cmdSeries(root string, args []string) error {
 	return nil
 }
 
-// cmdCheck checks every pull request alone and in order on upstream master
-// and on the go branch made from it, writes out/upstream-check/report.md
-// and report.json, and exits non-zero unless all pass.
+// cmdCheck runs upstream.Check and writes out/upstream-check/report.{md,json};
+// it fails unless all pass.
 func cmdCheck(root string, args []string) error {
 	fs := flag.NewFlagSet("check", flag.ExitOnError)
 	dir := fs.String("dir", "", "a gVisor git repository, checkout or bare mirror, with master and the go branch (only read: the checks run in clones under -work)")
 	base := fs.String("base", "HEAD", "the master commit of -dir to check on")
 	goRef := fs.String("go-ref", "go", "the branch of -dir whose commits merge master into the go branch")
-	work := fs.String("work", filepath.Join(root, "work", "upstream-check"), "scratch folder for the two trees and the test binaries")
-	out := fs.String("out", filepath.Join(root, "out", "upstream-check"), "folder for report.md and report.json")
-	lockDir := fs.String("build-lock", filepath.Join(root, "work"), "the folder whose build.lock each row's go commands take (make runsc's)")
 	only := fs.String("prs", "", "comma-separated pull requests to check (NN-name,...); default every one")
 	fs.Parse(args)
 	if *dir == "" || fs.NArg() > 0 {
@@ -338,30 +312,31 @@ func cmdCheck(root string, args []string) error {
 	if err != nil {
 		return err
 	}
-	// One upstream-check at a time in -work; the go commands of each row
-	// also take the build lock of work/, which make runsc takes.
-	unlock, err := runscbuild.Lock(*work, os.Stderr)
+	// One upstream-check at a time in work/upstream-check; the go commands
+	// of each row also take the build lock of work/, which make runsc takes.
+	work, out := filepath.Join(root, "work", "upstream-check"), filepath.Join(root, "out", "upstream-check")
+	unlock, err := runscbuild.Lock(work, os.Stderr)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	buildLock := func() (func(), error) { return runscbuild.Lock(*lockDir, os.Stderr) }
+	buildLock := func() (func(), error) { return runscbuild.Lock(filepath.Join(root, "work"), os.Stderr) }
 	rep, err := upstream.Check(upstream.CheckConfig{
-		Series: s, Upstream: abs, Base: *base, GoRef: *goRef, Module: m, Work: *work, Log: os.Stderr,
+		Series: s, Upstream: abs, Base: *base, GoRef: *goRef, Module: m, Work: work, Log: os.Stderr,
 		Lock: buildLock, Sandbox: upstream.NobodySandbox, VetOnly: upstream.UpstreamVetOnly,
 		Only: strings.FieldsFunc(*only, func(r rune) bool { return r == ',' || r == ' ' }),
 	})
 	if err != nil {
 		return err
 	}
-	if err := rep.WriteFiles(*out); err != nil {
+	if err := rep.WriteFiles(out); err != nil {
 		return err
 	}
 	fmt.Print(rep.Markdown())
 	for _, v := range rep.Verdicts {
 		fmt.Println(v.Line())
 	}
-	fmt.Printf("upstream-check: report in %s/report.md and report.json\n", *out)
+	fmt.Printf("upstream-check: report in %s/report.md and report.json\n", out)
 	if failed := rep.Failed(); len(failed) > 0 {
 		return fmt.Errorf("%d of %d (pull requests and carried sets) fail on master %.12s / go %.12s: %s (the errors are above the table)", len(failed), len(rep.Verdicts), rep.Master.Upstream, rep.Go.Commit, strings.Join(failed, " "))
 	}
@@ -370,17 +345,14 @@ func cmdCheck(root string, args []string) error {
 }
 
 // defaultReports is where the PR.md tables come from when no report is
-// named: the runs kept with the series in patches/evidence/ (in name order:
-// a later one's cell wins), else the last matrix run, else none.
+// named: patches/evidence/ in name order, else the last matrix run.
 func defaultReports(root string) string {
 	if kept, _ := filepath.Glob(filepath.Join(root, "patches", "evidence", "*.json")); len(kept) > 0 {
 		sort.Strings(kept)
-		// Named as from the project root when run there: the names go into
-		// the tables' notes and errors.
-		if wd, err := os.Getwd(); err == nil && wd == root {
-			for i, k := range kept {
-				kept[i], _ = filepath.Rel(root, k)
-			}
+		// Named as from the project root: the names go into the tables'
+		// notes and errors.
+		for i, k := range kept {
+			kept[i], _ = filepath.Rel(root, k)
 		}
 		return strings.Join(kept, ",")
 	}

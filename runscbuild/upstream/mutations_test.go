@@ -1,13 +1,13 @@
-package runscbuild
+package upstream
 
 import (
-	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/runsc-cgroups/cgconform/runscbuild"
 )
 
 func TestParseMutations(t *testing.T) {
@@ -16,7 +16,7 @@ func TestParseMutations(t *testing.T) {
 		name    string
 		data    string
 		want    []Mutation
-		wantErr []string // each must be in the error, in order
+		wantErr []string // each must start a message, in order
 	}{
 		{
 			name: "two blocks, tabs kept",
@@ -70,31 +70,20 @@ func TestParseMutations(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseMutations(list, []byte(tc.data))
+			got, invalid, blocks := parseMutations(list, []byte(tc.data))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("mutations (-want +got):\n%s", diff)
 			}
-			if len(tc.wantErr) == 0 {
-				if err != nil {
-					t.Errorf("error %v, want none", err)
+			if len(invalid) != len(tc.wantErr) {
+				t.Fatalf("messages %q, want %q", invalid, tc.wantErr)
+			}
+			for i, w := range tc.wantErr {
+				if !strings.HasPrefix(invalid[i], w) {
+					t.Errorf("message %q does not start %q", invalid[i], w)
 				}
-				return
 			}
-			if err == nil {
-				t.Fatalf("no error, want %q", tc.wantErr)
-			}
-			var me *MutationError
-			if !errors.As(err, &me) {
-				t.Errorf("error %T, want a *MutationError", err)
-			}
-			msg := err.Error()
-			for _, w := range tc.wantErr {
-				i := strings.Index(msg, w)
-				if i < 0 {
-					t.Errorf("error %q does not say %q", err, w)
-					continue
-				}
-				msg = msg[i+len(w):]
+			if n := len(got) + len(invalid); tc.name != "empty" && blocks != n {
+				t.Errorf("blocks %d, want %d", blocks, n)
 			}
 		})
 	}
@@ -139,31 +128,19 @@ func TestMutationApply(t *testing.T) {
 	}
 }
 
-func TestPRMutations(t *testing.T) {
-	dir := t.TempDir()
-	pr := PR{Name: "04-x", Dir: dir}
-	ms, data, err := pr.Mutations("patches/04-x/mutations")
-	if ms != nil || data != nil || err != nil {
-		t.Errorf("no file: %v %q %v, want nothing", ms, data, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, MutationsFile), []byte("a.go\n\tx\n\ty\n\nb.go\n\tx\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ms, _, err = pr.Mutations("patches/04-x/mutations")
-	if len(ms) != 1 || err == nil || !strings.Contains(err.Error(), "patches/04-x/mutations: block 2: has 2 lines") {
-		t.Errorf("Mutations: %v, %v; want block 1 and block 2's error", ms, err)
-	}
-}
-
 // TestSeriesMutations: the lists in this repository's patches parse.
 func TestSeriesMutations(t *testing.T) {
-	s, err := ReadSeries(filepath.Join("..", "patches", SeriesFile))
+	s, err := runscbuild.ReadSeries(filepath.Join("..", "..", "patches", runscbuild.SeriesFile))
 	if err != nil {
 		t.Skip(err)
 	}
-	for _, pr := range s.PRs {
-		if _, _, err := pr.Mutations(filepath.Join("patches", pr.Name, MutationsFile)); err != nil {
-			t.Error(err)
+	lists, err := readMutationLists(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lists {
+		if len(l.invalid) > 0 {
+			t.Error(l.invalid)
 		}
 	}
 }
