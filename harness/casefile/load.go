@@ -54,7 +54,9 @@ func Parse(b []byte) (*Case, error) { return parse(b, "") }
 func parse(b []byte, file string) (*Case, error) {
 	var doc yamlv3.Node
 	lerr := yamlv3.Unmarshal(b, &doc)
-	c := &Case{File: file, lines: fieldLines(&doc)}
+	sc := scan{lines: map[string]int{}}
+	sc.walk(&doc, reflect.TypeFor[Case](), "", "", false)
+	c := &Case{File: file, lines: sc.lines}
 	prefix := func(field string) string {
 		if at := c.at(field); at != "" {
 			return at + ": "
@@ -64,7 +66,7 @@ func parse(b []byte, file string) (*Case, error) {
 	if lerr != nil {
 		return nil, fmt.Errorf("%snot YAML: %w", prefix(""), lerr)
 	}
-	if fe := unknownKey(&doc, reflect.TypeFor[Case](), "", ""); fe != nil {
+	if fe := sc.unknown; fe != nil {
 		return nil, fmt.Errorf("%s%w", prefix(fe.Field), fe)
 	}
 	if err := yaml.UnmarshalStrict(b, c); err != nil {
