@@ -135,35 +135,13 @@ func (c *Check) SandboxName() string {
 	return c.Owned + c.Running + c.Gone // at most one is set
 }
 
-// Expanded returns a copy of the step with every text expanded from vals.
-func (st Step) Expanded(vals map[string]string) (Step, error) {
-	return expanded(st, (*Step).texts, vals)
-}
-
-// Expanded returns a copy of the check with every text expanded from vals.
-func (c Check) Expanded(vals map[string]string) (Check, error) {
-	return expanded(c, (*Check).texts, vals)
-}
-
-// Expanded returns a copy of the setup item with every text expanded.
-func (it Setup) Expanded(vals map[string]string) (Setup, error) {
-	return expanded(it, (*Setup).texts, vals)
-}
-
-// Expanded returns a copy of the sandbox with its spec expanded.
-func (s Sandbox) Expanded(vals map[string]string) (Sandbox, error) {
-	return expanded(s, (*Sandbox).texts, vals)
-}
-
-// Expanded returns a copy of the input with its path and placement path
-// expanded.
-func (in Input) Expanded(vals map[string]string) (Input, error) {
-	return expanded(in, (*Input).texts, vals)
-}
-
-// expanded deep-copies v (a case is shared by every context, runtime and
-// instance) and expands the copy's texts.
-func expanded[T any](v T, texts func(*T, *walker, string), vals map[string]string) (T, error) {
+// Expanded returns a deep copy of v, a Step, Check, Setup, Sandbox or Input
+// (a case is shared by every context, runtime and instance), with every
+// text of it expanded from vals.
+func Expanded[T any, P interface {
+	*T
+	texts(*walker, string)
+}](v T, vals map[string]string) (T, error) {
 	var cp T
 	b, err := json.Marshal(v)
 	if err == nil {
@@ -186,7 +164,7 @@ func expanded[T any](v T, texts func(*T, *walker, string), vals map[string]strin
 		}
 		return nil
 	}}
-	texts(&cp, w, "")
+	P(&cp).texts(w, "")
 	return cp, w.err
 }
 
