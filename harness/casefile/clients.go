@@ -119,7 +119,7 @@ func (c *Case) validateClients(v *checks) {
 			v.need(cc.Engine || len(sb.Engine) == 0, f+".engine", "%s is not an engine context (docker, podman): engine arguments apply only there", cc.Name)
 		}
 		for i, st := range c.Steps {
-			if st.When != nil && len(st.When.Contexts) > 0 && !slices.Contains(st.When.Contexts, cc.Name) {
+			if st.When != nil && !admits(st.When.Contexts, cc.Name) {
 				continue
 			}
 			f := fmt.Sprintf("steps[%d]", i)

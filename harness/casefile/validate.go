@@ -163,7 +163,7 @@ func (c *Case) Validate() error {
 		for j, o := range s.Options {
 			v.known(fmt.Sprintf("%s.options[%d]", f, j), "option", o, Options)
 		}
-		v.at(f+".spec", checkSpecFragment(s.Spec))
+		v.at(f+".spec", checkFragment(s.Spec, &specs.Spec{}, ""))
 		v.add(checkTexts(f, s.texts, withVars(vars, "id")))
 		v.at(f+".spec.linux.cgroupsPath", checkCgroupsPath(s.Spec, len(c.Inputs) > 0, slices.Contains(s.Options, "systemd-cgroup"), throwaway))
 	}
@@ -331,14 +331,10 @@ func (st *Step) validate(v *checks, f string, sandboxes, processes map[string]bo
 	v.need((st.Do == "join" || st.Do == "kill-process") == (st.Process != ""), f+".process", "join and kill-process name a setup process, and only they take one")
 	v.need(st.Process == "" || processes[st.Process], f+".process", "%q is not a process of the case's setup", st.Process)
 	v.need(!(st.Do == "update" && len(st.Resources) == 0 && len(st.Args) == 0 || st.Do != "update" && len(st.Resources) > 0), f+".resources", "update needs resources: {...} (a runtime-spec linux.resources fragment; in docker and podman contexts args: the engine's update flags), and only it takes them")
-	if len(st.Resources) > 0 {
-		if err := decodeStrict(st.Resources, &specs.LinuxResources{}); err != nil {
-			v.fail(f+".resources", "not a runtime-spec linux.resources fragment: %v", err)
-		}
-	}
+	v.at(f+".resources", checkFragment(st.Resources, &specs.LinuxResources{}, "linux.resources "))
 	if len(st.Spec) > 0 {
 		v.need(st.Do == "create" || st.Do == "run", f+".spec", "only create and run take a spec of their own (merged onto the sandbox's for that create)")
-		v.at(f+".spec", checkSpecFragment(st.Spec))
+		v.at(f+".spec", checkFragment(st.Spec, &specs.Spec{}, ""))
 	}
 	v.need((st.Do == "write-state") == (st.State != nil), f+".state", "write-state needs state: \"...\" (the file's content), and only it takes one")
 	v.need((st.Do == "stop-unit") == (st.Unit != ""), f+".unit", "stop-unit needs unit: NAME, and only it takes one")
@@ -596,23 +592,19 @@ func validCgroupRef(s string) bool {
 	return !sub || rest != "" && !strings.Contains("/"+rest+"/", "/../")
 }
 
-// checkSpecFragment rejects fragments with fields runtime-spec does not
-// know, so a misspelt key is an error instead of a silently ignored line.
-func checkSpecFragment(raw json.RawMessage) error {
+// checkFragment decodes a runtime-spec fragment (what: "" for a spec) into
+// v, refusing fields runtime-spec does not know, so a misspelt key is an
+// error instead of a silently ignored line.
+func checkFragment(raw json.RawMessage, v any, what string) error {
 	if len(raw) == 0 {
 		return nil
 	}
-	if err := decodeStrict(raw, &specs.Spec{}); err != nil {
-		return fmt.Errorf("not a runtime-spec fragment: %w", err)
-	}
-	return nil
-}
-
-// decodeStrict decodes JSON into v, refusing unknown fields.
-func decodeStrict(raw json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("not a runtime-spec %sfragment: %w", what, err)
+	}
+	return nil
 }
 
 // validateSyscallKill holds a kill at a system call to what the harness can
@@ -637,7 +629,7 @@ func (c *Case) validateSyscallKill(v *checks, f string, st *Step) {
 		return
 	}
 	for _, cx := range c.CaseContexts() {
-		if st.When == nil || len(st.When.Contexts) == 0 || slices.Contains(st.When.Contexts, cx) {
+		if st.When == nil || admits(st.When.Contexts, cx) {
 			v.need(slices.Contains(SyscallKillContexts, cx), f+"."+field, "context %s: %s runs only in %s (the runtime sees the host's cgroup paths from C there); restrict the step with when: {contexts: [...]}", cx, what, strings.Join(SyscallKillContexts, ", "))
 		}
 	}
