@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/runsc-cgroups/cgconform/base/mode"
@@ -229,23 +230,13 @@ func Count(results []Result) map[Outcome]int {
 
 // OK reports whether nothing unexpected happened.
 func (r *Report) OK() bool {
-	for _, x := range r.Results {
-		if x.Outcome == Fail {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(r.Results, func(x Result) bool { return x.Outcome == Fail })
 }
 
 // Ran reports whether any result ran (passed, failed or diverged): a run
 // of skips only proves nothing.
 func (r *Report) Ran() bool {
-	for _, x := range r.Results {
-		if x.Outcome != Skip {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.Results, func(x Result) bool { return x.Outcome != Skip })
 }
 
 // WriteAll writes report.json, junit.xml and report.md into dir.
