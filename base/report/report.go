@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/base/mode"
 )
 
@@ -62,12 +63,8 @@ type Host struct {
 	Notes       []string    `json:"notes,omitempty"`
 }
 
-// Hierarchy is a mounted cgroup hierarchy.
-type Hierarchy struct {
-	Key   string `json:"key"`
-	Mount string `json:"mount"`
-	V2    bool   `json:"v2,omitempty"`
-}
+// Hierarchy is a mounted cgroup hierarchy, as cgroupfs reads it.
+type Hierarchy = cgroupfs.Hierarchy
 
 // Runtime is one runtime as the report records it.
 type Runtime struct {
