@@ -46,13 +46,6 @@ func (v *checks) need(ok bool, field, format string, args ...any) bool {
 // fail fails the validation at field.
 func (v *checks) fail(field, format string, args ...any) { v.need(false, field, format, args...) }
 
-// add fails the validation with err, unless it is nil.
-func (v *checks) add(err error) {
-	if v.err == nil {
-		v.err = err
-	}
-}
-
 // at fails the validation at field with err, unless it is nil.
 func (v *checks) at(field string, err error) {
 	if err != nil {
@@ -134,11 +127,11 @@ func (c *Case) Validate() error {
 		delete(vars, "input")
 	}
 	for i := range c.Setup {
-		v.add(checkTexts(fmt.Sprintf("setup[%d]", i), c.Setup[i].texts, withoutVars(vars, "input")))
+		v.texts(fmt.Sprintf("setup[%d]", i), c.Setup[i].texts, withoutVars(vars, "input"))
 	}
 	for i, in := range c.Inputs {
 		for j := range in.Setup {
-			v.add(checkTexts(fmt.Sprintf("inputs[%d].setup[%d]", i, j), in.Setup[j].texts, withoutVars(vars, "input")))
+			v.texts(fmt.Sprintf("inputs[%d].setup[%d]", i, j), in.Setup[j].texts, withoutVars(vars, "input"))
 		}
 	}
 	v.need(len(c.Sandboxes) > 0, "sandboxes", "at least one sandbox is needed")
@@ -164,7 +157,7 @@ func (c *Case) Validate() error {
 			v.known(fmt.Sprintf("%s.options[%d]", f, j), "option", o, Options)
 		}
 		v.at(f+".spec", checkFragment(s.Spec, &specs.Spec{}, ""))
-		v.add(checkTexts(f, s.texts, withVars(vars, "id")))
+		v.texts(f, s.texts, withVars(vars, "id"))
 		v.at(f+".spec.linux.cgroupsPath", checkCgroupsPath(s.Spec, len(c.Inputs) > 0, slices.Contains(s.Options, "systemd-cgroup"), throwaway))
 	}
 	for i, in := range c.Inputs {
@@ -179,7 +172,7 @@ func (c *Case) Validate() error {
 		}
 		v.requires(f+".requires", in.Requires)
 		v.when(f+".when", in.When, false)
-		v.add(checkTexts(f, in.texts, withVars(withoutVars(vars, "input"), "id")))
+		v.texts(f, in.texts, withVars(withoutVars(vars, "input"), "id"))
 		v.at(f+".path", checkInputPath(in.Path, append(slices.Clone(c.Requires), in.Requires...)))
 	}
 	switch {
@@ -213,7 +206,7 @@ func (c *Case) Validate() error {
 		if st.Sandbox != "" || st.Check != nil && st.Check.SandboxName() != "" {
 			known = withVars(vars, "id")
 		}
-		v.add(checkTexts(f, st.texts, known))
+		v.texts(f, st.texts, known)
 		v.need(st.Do != "stop-unit" || slices.Contains(c.Requires, "systemd"), f+".unit", "stop-unit needs systemd: add systemd to requires")
 		c.validateSyscallKill(v, f, st)
 	}
