@@ -3,6 +3,7 @@ package casefile
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 
@@ -113,9 +114,7 @@ func jsonFields(t reflect.Type) ([]string, map[string]reflect.Type) {
 		case f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct:
 			n, ts := jsonFields(f.Type)
 			names = append(names, n...)
-			for k, v := range ts {
-				types[k] = v
-			}
+			maps.Copy(types, ts)
 			continue
 		case tag == "":
 			tag = f.Name

@@ -576,10 +576,8 @@ func (c *Case) CaseContexts() []string {
 
 // Sandbox returns the sandbox named name.
 func (c *Case) Sandbox(name string) *Sandbox {
-	for i := range c.Sandboxes {
-		if c.Sandboxes[i].Name == name {
-			return &c.Sandboxes[i]
-		}
+	if i := slices.IndexFunc(c.Sandboxes, func(s Sandbox) bool { return s.Name == name }); i >= 0 {
+		return &c.Sandboxes[i]
 	}
 	return nil
 }

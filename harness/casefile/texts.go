@@ -199,12 +199,3 @@ func withVars(known map[string]bool, names ...string) map[string]bool {
 	}
 	return out
 }
-
-// withoutVars is known less names.
-func withoutVars(known map[string]bool, names ...string) map[string]bool {
-	out := maps.Clone(known)
-	for _, n := range names {
-		delete(out, n)
-	}
-	return out
-}

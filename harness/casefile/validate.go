@@ -115,23 +115,26 @@ func (c *Case) Validate() error {
 		vars["pid."+p] = true
 	}
 	// ${id} is known only where one sandbox is named; ${input} only in a
-	// table case. ${id.NAME} is sandbox NAME's ID everywhere (a pod's
-	// containers name their sandbox's), when NAME is one container.
+	// table case's sandbox (a table takes no steps). ${id.NAME} is sandbox
+	// NAME's ID everywhere (a pod's containers name their sandbox's), when
+	// NAME is one container.
 	delete(vars, "id")
+	delete(vars, "input")
 	for _, s := range c.Sandboxes {
 		if s.Instances() == 1 {
 			vars["id."+s.Name] = true
 		}
 	}
-	if len(c.Inputs) == 0 {
-		delete(vars, "input")
+	sandboxVars := withVars(vars, "id")
+	if len(c.Inputs) > 0 {
+		sandboxVars["input"] = true
 	}
 	for i := range c.Setup {
-		v.texts(fmt.Sprintf("setup[%d]", i), c.Setup[i].texts, withoutVars(vars, "input"))
+		v.texts(fmt.Sprintf("setup[%d]", i), c.Setup[i].texts, vars)
 	}
 	for i, in := range c.Inputs {
 		for j := range in.Setup {
-			v.texts(fmt.Sprintf("inputs[%d].setup[%d]", i, j), in.Setup[j].texts, withoutVars(vars, "input"))
+			v.texts(fmt.Sprintf("inputs[%d].setup[%d]", i, j), in.Setup[j].texts, vars)
 		}
 	}
 	v.need(len(c.Sandboxes) > 0, "sandboxes", "at least one sandbox is needed")
@@ -157,7 +160,7 @@ func (c *Case) Validate() error {
 			v.known(fmt.Sprintf("%s.options[%d]", f, j), "option", o, Options)
 		}
 		v.at(f+".spec", checkFragment(s.Spec, &specs.Spec{}, ""))
-		v.texts(f, s.texts, withVars(vars, "id"))
+		v.texts(f, s.texts, sandboxVars)
 		v.at(f+".spec.linux.cgroupsPath", checkCgroupsPath(s.Spec, len(c.Inputs) > 0, slices.Contains(s.Options, "systemd-cgroup"), throwaway))
 	}
 	for i, in := range c.Inputs {
@@ -172,7 +175,7 @@ func (c *Case) Validate() error {
 		}
 		v.requires(f+".requires", in.Requires)
 		v.when(f+".when", in.When, false)
-		v.texts(f, in.texts, withVars(withoutVars(vars, "input"), "id"))
+		v.texts(f, in.texts, withVars(vars, "id"))
 		v.at(f+".path", checkInputPath(in.Path, append(slices.Clone(c.Requires), in.Requires...)))
 	}
 	switch {
