@@ -1,7 +1,6 @@
 package casefile
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -74,11 +73,7 @@ func parse(b []byte, file string) (*Case, error) {
 	}
 	c.normalize()
 	if err := c.Validate(); err != nil {
-		var fe *FieldError
-		if errors.As(err, &fe) {
-			return nil, fmt.Errorf("%s%w", prefix(fe.Field), err)
-		}
-		return nil, fmt.Errorf("%s%w", prefix(""), err)
+		return nil, fmt.Errorf("%s%w", prefix(err.(*FieldError).Field), err)
 	}
 	for i, st := range c.Steps {
 		if e := st.Expect; e != nil && e.Fail && len(e.Output) == 0 {
