@@ -26,7 +26,7 @@ func (r *Report) junitSuites() []JUnitSuite {
 			suites = append(suites, JUnitSuite{Name: name})
 		}
 		t := JUnitTest{
-			Name:      x.Case + " [" + x.Context + "]",
+			Name:      x.Name(),
 			Classname: "cgconform." + x.Runtime,
 			Seconds:   float64(x.DurationMS) / 1000,
 			Outcome:   x.Outcome,

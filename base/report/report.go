@@ -112,7 +112,7 @@ type Result struct {
 }
 
 // Name is "case [context]", how -run, -skip and the tables name a result.
-func (r *Result) Name() string { return r.Case + " [" + r.Context + "]" }
+func (r *Result) Name() string { return Row{Case: r.Case, Context: r.Context}.Name() }
 
 // Label is where the result ran: the matrix host, else the detected
 // layout.
