@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// LoadDir reads every *.yaml file in dir, sorted by name.
+// LoadDir reads and validates every *.yaml file in dir, sorted by name.
 func LoadDir(dir string) ([]*Case, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
@@ -25,7 +25,11 @@ func LoadDir(dir string) ([]*Case, error) {
 	var cases []*Case
 	seen := map[string]string{}
 	for _, f := range files {
-		c, err := LoadFile(f)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		c, err := parse(b, f)
 		if err != nil {
 			return nil, err
 		}
@@ -36,15 +40,6 @@ func LoadDir(dir string) ([]*Case, error) {
 		cases = append(cases, c)
 	}
 	return cases, nil
-}
-
-// LoadFile reads and validates one case file.
-func LoadFile(path string) (*Case, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return parse(b, path)
 }
 
 // Parse decodes and validates a case. Errors name the line and the field.
