@@ -92,7 +92,7 @@ func Detect() (*Host, error) {
 	if len(hs) == 0 {
 		return nil, fmt.Errorf("no cgroup hierarchy mounted: mount cgroupfs (v1) or cgroup2 at /sys/fs/cgroup")
 	}
-	self, err := readProcCgroup("self")
+	self, err := ProcCgroup(os.Getpid())
 	if err != nil {
 		return nil, err
 	}
@@ -211,11 +211,7 @@ func ParseProcCgroup(r io.Reader) (map[string]string, error) {
 
 // ProcCgroup reads /proc/PID/cgroup.
 func ProcCgroup(pid int) (map[string]string, error) {
-	return readProcCgroup(strconv.Itoa(pid))
-}
-
-func readProcCgroup(pid string) (map[string]string, error) {
-	f, err := os.Open("/proc/" + pid + "/cgroup")
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/cgroup")
 	if err != nil {
 		return nil, err
 	}
@@ -396,16 +392,12 @@ func Nest(dir, leaf string) error {
 // EnableRootControllers enables, at the hierarchy root of a v2 host, the
 // controllers it lacks. This changes the host; the CLI does it only when
 // asked (-enable-root-controllers), e.g. in a throwaway VM.
-func (h *Host) EnableRootControllers() error {
-	if h.Mode != mode.V2 {
-		return nil
-	}
+func (h *Host) EnableRootControllers() {
 	for _, x := range h.Hierarchies {
-		if x.V2 {
+		if h.Mode == mode.V2 && x.V2 {
 			EnableControllers(x.Mount)
 		}
 	}
-	return nil
 }
 
 // Create makes the tree's root in every hierarchy. The root must not exist

@@ -17,6 +17,7 @@ package mode
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -43,10 +44,8 @@ func (c Cgroup) HasV1Controllers() bool { return c == V1 || c == Hybrid }
 
 // ParseCgroup checks a layout name.
 func ParseCgroup(s string) (Cgroup, error) {
-	for _, c := range Cgroups {
-		if string(c) == s {
-			return c, nil
-		}
+	if c := Cgroup(s); slices.Contains(Cgroups, c) {
+		return c, nil
 	}
 	return "", fmt.Errorf("unknown cgroup mode %q (known: %s)", s, join(Cgroups))
 }

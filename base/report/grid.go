@@ -21,9 +21,6 @@ func (s Symbols) Of(o Outcome) string {
 // TextSymbols are the progress lines' and the host table's.
 var TextSymbols = Symbols{Pass: "pass", Fail: "FAIL", Divergence: "xdiv", Skip: "skip"}
 
-// Symbol is the short table form of an outcome (TextSymbols).
-func Symbol(o Outcome) string { return TextSymbols.Of(o) }
-
 // Row is a grid's row: a case in one context, and a runtime where each
 // runtime has rows of its own.
 type Row struct{ Case, Context, Runtime string }

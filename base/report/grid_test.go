@@ -40,7 +40,7 @@ func TestSymbols(t *testing.T) {
 	if got := s.Of(Fail); got != "fail" {
 		t.Errorf("Of(fail) = %q, want the outcome's name", got)
 	}
-	if got := Symbol(Divergence); got != "xdiv" {
-		t.Errorf("Symbol(divergence) = %q", got)
+	if got := TextSymbols.Of(Divergence); got != "xdiv" {
+		t.Errorf("TextSymbols.Of(divergence) = %q", got)
 	}
 }

@@ -1,8 +1,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -197,12 +199,7 @@ func MergeMatrices(ms ...*Matrix) *Matrix {
 	out := &Matrix{Schema: MatrixSchema}
 	idx := map[mode.Host]int{}
 	for _, m := range ms {
-		if out.Kernel == "" {
-			out.Kernel = m.Kernel
-		}
-		if out.Accel == "" {
-			out.Accel = m.Accel
-		}
+		out.Kernel, out.Accel = cmp.Or(out.Kernel, m.Kernel), cmp.Or(out.Accel, m.Accel)
 		for _, h := range m.Hosts {
 			if i, ok := idx[h.Host]; ok {
 				out.Hosts[i].join(h)
@@ -230,27 +227,15 @@ func (h *HostRun) join(o HostRun) {
 	h.BootSeconds += o.BootSeconds
 	h.WallSeconds += o.WallSeconds
 	h.CPUSeconds += o.CPUSeconds
-	if h.About == "" {
-		h.About = o.About
-	}
-	if h.Tool == "" {
-		h.Tool = o.Tool
-	}
-	if h.CgroupMode == "" {
-		h.CgroupMode = o.CgroupMode
-	}
-	if o.LastDone != "" {
-		h.LastDone = o.LastDone
-	}
+	h.About, h.Tool, h.CgroupMode = cmp.Or(h.About, o.About), cmp.Or(h.Tool, o.Tool), cmp.Or(h.CgroupMode, o.CgroupMode)
+	h.LastDone = cmp.Or(o.LastDone, h.LastDone)
 	h.Partial = h.Partial || o.Partial
 	h.Attempt = max(h.Attempt, o.Attempt)
 	h.Earlier = append(h.Earlier, o.Earlier...)
-	for name, b := range o.Builds {
-		if h.Builds == nil {
-			h.Builds = map[string]Build{}
-		}
-		h.Builds[name] = b
+	if h.Builds == nil && len(o.Builds) > 0 {
+		h.Builds = map[string]Build{}
 	}
+	maps.Copy(h.Builds, o.Builds)
 	g := &Grid[Result]{}
 	for _, r := range slices.Concat(h.Results, o.Results) {
 		g.Add(Row{r.Case, r.Context, r.Runtime}, "", r)

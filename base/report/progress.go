@@ -50,7 +50,7 @@ func (p Progress) String() string {
 	if !p.Done {
 		return runPrefix + p.Name()
 	}
-	return strings.TrimRight(fmt.Sprintf("%-4s %-30s %-22s %-14s %6.1fs %s", Symbol(p.Outcome), p.Case, "["+p.Context+"]", p.Runtime,
+	return strings.TrimRight(fmt.Sprintf("%-4s %-30s %-22s %-14s %6.1fs %s", TextSymbols.Of(p.Outcome), p.Case, "["+p.Context+"]", p.Runtime,
 		p.Seconds, strings.ReplaceAll(p.Detail, "\n", " ")), " ")
 }
 
@@ -99,7 +99,7 @@ func bracketed(s string) bool {
 var outcomeOfSymbol = func() map[string]Outcome {
 	m := map[string]Outcome{}
 	for _, o := range Outcomes {
-		m[Symbol(o)] = o
+		m[TextSymbols.Of(o)] = o
 	}
 	return m
 }()

@@ -26,7 +26,7 @@ func (r *Report) junitSuites() []JUnitSuite {
 			suites = append(suites, JUnitSuite{Name: name})
 		}
 		t := JUnitTest{
-			Name:      x.Case + " [" + x.Context + "]",
+			Name:      x.Name(),
 			Classname: "cgconform." + x.Runtime,
 			Seconds:   float64(x.DurationMS) / 1000,
 			Outcome:   x.Outcome,
@@ -113,7 +113,7 @@ func (r *Report) table() (header []string, rows [][]string) {
 		line := []string{row.Name()}
 		for _, rt := range g.Cols {
 			o, _ := g.At(row, rt)
-			line = append(line, Symbol(o))
+			line = append(line, TextSymbols.Of(o))
 		}
 		rows = append(rows, line)
 	}
@@ -149,7 +149,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if x.Outcome == Pass {
 			continue
 		}
-		fmt.Fprintf(&b, "## %s: %s [%s] on %s\n\n%s (source: %s)\n\n", Symbol(x.Outcome), x.Case, x.Context, x.Runtime, x.Purpose, x.Source)
+		fmt.Fprintf(&b, "## %s: %s [%s] on %s\n\n%s (source: %s)\n\n", TextSymbols.Of(x.Outcome), x.Case, x.Context, x.Runtime, x.Purpose, x.Source)
 		if x.Reason != "" {
 			fmt.Fprintf(&b, "Reason: %s\n\n", x.Reason)
 		}

@@ -1,41 +1,9 @@
 // Package report is the one schema of cgconform's results: what the harness
-// writes (report.json), the progress lines it prints, and the matrix report
-// that merges one harness report per host of the QEMU matrix. The harness
-// writes these types; the matrix (ci/matrixreport) and the benchmarks
-// (bench) read them back with Read and ReadMatrix, never with a decoder of
-// their own.
-//
-// report.json (Schema == "cgconform/report/v2"):
-//
-//	{
-//	  "schema": "cgconform/report/v2",
-//	  "runId": token in the test root's name and every container ID,
-//	  "started": RFC 3339, "finished": RFC 3339,
-//	  "host": {"cgroupMode": "cgroup-v1"|"hybrid"|"cgroup-v2",
-//	           "matrixHost": "v1"|"hybrid"|"v2"|"systemd-v2"|"systemd-v1" or absent,
-//	           "kernel", "uid", "hostname", "systemdPID1", "cgroupNS",
-//	           "hierarchies": [{"key","mount","v2"}], "notes": [...]},
-//	  "runtimes": [{"name","path","kind":"runsc"|"runc"|"crun","version","skip"}],
-//	  "results": [{
-//	     "case", "context", "runtime",   // one result per case x context x runtime on this host
-//	     "cgroupMode": the layout the harness detected (mode.Cgroup),
-//	     "matrixHost": the matrix host it ran on (mode.Host), absent outside the matrix,
-//	     "file", "source", "purpose",
-//	     "outcome": "pass"|"fail"|"expected-divergence"|"skip",
-//	     "reason": why skipped / the declared divergence reason,
-//	     "failures": [{"step","message","diff","expected"}],   // diff: go-cmp (-want +got)
-//	     "durationMs",
-//	     "checks": check steps run and nothing-left checks, over every trial (or table inputs judged),
-//	     "daemons": [{"name","durationMs","error"}]: containerd, dockerd, podman, kubelet started for it,
-//	     "trials": {"trials","killed","notKilled","failed","leaked","leakedItems","maxDeleteMs"} for a case with trials,
-//	     "inputs": [{"input","category","exit","evidence"}] for a table case,
-//	     "steps": [{"id","do","sandbox","command","exit","output","durationMs",
-//	                "error","added","removed","processes":[{"pid","role","cgroups"}],"skipped"}],
-//	     "leaks": ["<hierarchy>:<cgroup>" or "pid N (comm)" or "mount ..."],
-//	     "treeBefore", "treeAfter": ["<hierarchy>:<cgroup>", ...]   // below the test root
-//	  }],
-//	  "summary": {"pass": n, "fail": n, "expected-divergence": n, "skip": n}
-//	}
+// writes (report.json, a Report: Schema names its version), the progress
+// lines it prints, and the matrix report that merges one harness report per
+// host of the QEMU matrix. The harness writes these types; the matrix
+// (ci/matrixreport) and the benchmarks (bench) read them back with Read and
+// ReadMatrix, never with a decoder of their own.
 package report
 
 import (
@@ -43,8 +11,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/base/mode"
 )
 
@@ -93,12 +63,8 @@ type Host struct {
 	Notes       []string    `json:"notes,omitempty"`
 }
 
-// Hierarchy is a mounted cgroup hierarchy.
-type Hierarchy struct {
-	Key   string `json:"key"`
-	Mount string `json:"mount"`
-	V2    bool   `json:"v2,omitempty"`
-}
+// Hierarchy is a mounted cgroup hierarchy, as cgroupfs reads it.
+type Hierarchy = cgroupfs.Hierarchy
 
 // Runtime is one runtime as the report records it.
 type Runtime struct {
@@ -112,34 +78,41 @@ type Runtime struct {
 
 // Result is one case x context x runtime on one host.
 type Result struct {
-	Case       string      `json:"case"`
-	Context    string      `json:"context"`
-	Runtime    string      `json:"runtime"`
+	Case    string `json:"case"`
+	Context string `json:"context"`
+	Runtime string `json:"runtime"`
+	// CgroupMode is the layout the harness detected; MatrixHost the matrix
+	// host it ran on, if any.
 	CgroupMode mode.Cgroup `json:"cgroupMode"`
 	MatrixHost mode.Host   `json:"matrixHost,omitempty"`
 	File       string      `json:"file,omitempty"`
 	Source     string      `json:"source,omitempty"`
 	Purpose    string      `json:"purpose,omitempty"`
 	Outcome    Outcome     `json:"outcome"`
-	Reason     string      `json:"reason,omitempty"`
-	Failures   []Failure   `json:"failures,omitempty"`
-	DurationMS int64       `json:"durationMs"`
+	// Reason is why it was skipped, or the declared divergence's reason.
+	Reason     string    `json:"reason,omitempty"`
+	Failures   []Failure `json:"failures,omitempty"`
+	DurationMS int64     `json:"durationMs"`
 	// Checks is how many checks the result ran (TrialChecks summed over
 	// its trials; a table case: its inputs judged), so that a faster
 	// harness can show it checks no less.
 	Checks int `json:"checks,omitempty"`
 	// Daemons are the daemon starts of the result's context and steps.
-	Daemons    []Daemon `json:"daemons,omitempty"`
-	Trials     *Trials  `json:"trials,omitempty"`
-	Inputs     []Input  `json:"inputs,omitempty"`
-	Steps      []Step   `json:"steps,omitempty"`
-	Leaks      []string `json:"leaks,omitempty"`
+	Daemons []Daemon `json:"daemons,omitempty"`
+	Trials  *Trials  `json:"trials,omitempty"`
+	Inputs  []Input  `json:"inputs,omitempty"`
+	Steps   []Step   `json:"steps,omitempty"`
+	// Leaks are what the result left: "<hierarchy>:<cgroup>", "pid N
+	// (comm)" or "mount ...".
+	Leaks []string `json:"leaks,omitempty"`
+	// TreeBefore and TreeAfter are the cgroups below the test root
+	// ("<hierarchy>:<cgroup>") before and after.
 	TreeBefore []string `json:"treeBefore,omitempty"`
 	TreeAfter  []string `json:"treeAfter,omitempty"`
 }
 
 // Name is "case [context]", how -run, -skip and the tables name a result.
-func (r *Result) Name() string { return r.Case + " [" + r.Context + "]" }
+func (r *Result) Name() string { return Row{Case: r.Case, Context: r.Context}.Name() }
 
 // Label is where the result ran: the matrix host, else the detected
 // layout.
@@ -206,7 +179,8 @@ type Input struct {
 type Failure struct {
 	Step    string `json:"step"`
 	Message string `json:"message"`
-	Diff    string `json:"diff,omitempty"`
+	// Diff is go-cmp's (-want +got).
+	Diff string `json:"diff,omitempty"`
 	// Expected is set when a declared divergence covers the failure.
 	Expected bool `json:"expected,omitempty"`
 }
@@ -253,23 +227,13 @@ func Count(results []Result) map[Outcome]int {
 
 // OK reports whether nothing unexpected happened.
 func (r *Report) OK() bool {
-	for _, x := range r.Results {
-		if x.Outcome == Fail {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(r.Results, func(x Result) bool { return x.Outcome == Fail })
 }
 
 // Ran reports whether any result ran (passed, failed or diverged): a run
 // of skips only proves nothing.
 func (r *Report) Ran() bool {
-	for _, x := range r.Results {
-		if x.Outcome != Skip {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.Results, func(x Result) bool { return x.Outcome != Skip })
 }
 
 // WriteAll writes report.json, junit.xml and report.md into dir.

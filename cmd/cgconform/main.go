@@ -117,8 +117,7 @@ func run() int {
 
 	cases, err := casefile.LoadDir(*casesDir)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cgconform: %v\n", err)
-		return 2
+		return exitf(2, "%v", err)
 	}
 	warnings := 0
 	for _, c := range cases {
@@ -134,37 +133,31 @@ func run() int {
 	var matrixHost mode.Host
 	if *hostFlag != "" {
 		if matrixHost, err = mode.ParseHost(*hostFlag); err != nil {
-			fmt.Fprintf(os.Stderr, "cgconform: -mode: %v\n", err)
-			return 2
+			return exitf(2, "-mode: %v", err)
 		}
 	}
 	if *trials < 0 {
-		fmt.Fprintf(os.Stderr, "cgconform: -trials %d: want 0 or more\n", *trials)
-		return 2
+		return exitf(2, "-trials %d: want 0 or more", *trials)
 	}
 	if os.Geteuid() != 0 {
-		fmt.Fprintf(os.Stderr, "cgconform: nothing ran: the harness needs root (it creates a test cgroup in every hierarchy and runs the runtimes as root); run it as root, or use -validate to check the case files only\n")
-		return 3
+		return exitf(3, "nothing ran: the harness needs root (it creates a test cgroup in every hierarchy and runs the runtimes as root); run it as root, or use -validate to check the case files only")
 	}
 	var filter, skip *regexp.Regexp
 	if *runRE != "" {
 		if filter, err = regexp.Compile(*runRE); err != nil {
-			fmt.Fprintf(os.Stderr, "cgconform: -run: %v\n", err)
-			return 2
+			return exitf(2, "-run: %v", err)
 		}
 	}
 	if *skipRE != "" {
 		if skip, err = regexp.Compile(*skipRE); err != nil {
-			fmt.Fprintf(os.Stderr, "cgconform: -skip: %v\n", err)
-			return 2
+			return exitf(2, "-skip: %v", err)
 		}
 	}
 	rts := runner.DefaultRuntimes()
 	explicit := *runtimes != ""
 	if explicit {
 		if rts, err = runner.ParseRuntimes(*runtimes); err != nil {
-			fmt.Fprintf(os.Stderr, "cgconform: -runtimes: %v\n", err)
-			return 2
+			return exitf(2, "-runtimes: %v", err)
 		}
 	}
 	for i := range rts {
@@ -172,20 +165,17 @@ func run() int {
 		delete(runtimeCases, rts[i].Name)
 	}
 	for name := range runtimeCases {
-		fmt.Fprintf(os.Stderr, "cgconform: -runtime-cases: no runtime named %q\n", name)
-		return 2
+		return exitf(2, "-runtime-cases: no runtime named %q", name)
 	}
 	rtErrs := map[string]string{}
 	for i := range rts {
 		if err := rts[i].Resolve(); err != nil {
 			if explicit {
-				fmt.Fprintf(os.Stderr, "cgconform: -runtimes: %v\n", err)
-				return 2
+				return exitf(2, "-runtimes: %v", err)
 			}
 			if rts[i].Name == runner.Candidate {
 				// The runtime under test: without it nothing is proven.
-				fmt.Fprintf(os.Stderr, "cgconform: nothing ran: %v\n", err)
-				return 3
+				return exitf(3, "nothing ran: %v", err)
 			}
 			rtErrs[rts[i].Name] = err.Error()
 			fmt.Fprintf(os.Stderr, "cgconform: warning: %v: its cases are reported as skipped\n", err)
@@ -193,8 +183,7 @@ func run() int {
 	}
 	self, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cgconform: finding own binary for the re-exec: %v\n", err)
-		return 2
+		return exitf(2, "finding own binary for the re-exec: %v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -225,24 +214,20 @@ func run() int {
 		},
 	})
 	if rep == nil {
-		fmt.Fprintf(os.Stderr, "cgconform: %v\n", err)
-		return 2
+		return exitf(2, "%v", err)
 	}
 	fmt.Println()
 	fmt.Print(rep.Table())
 	if werr := rep.WriteAll(*outDir); werr != nil {
-		fmt.Fprintf(os.Stderr, "cgconform: writing the report: %v\n", werr)
-		return 2
+		return exitf(2, "writing the report: %v", werr)
 	}
 	abs, _ := filepath.Abs(*outDir)
 	fmt.Printf("report: %s/{report.json,junit.xml,report.md}\n", abs)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cgconform: %v\n", err)
-		return 2
+		return exitf(2, "%v", err)
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintln(os.Stderr, "cgconform: interrupted; test root removed")
-		return 130
+		return exitf(130, "interrupted; test root removed")
 	}
 	if !rep.OK() {
 		printEnvironment(rep)
@@ -253,10 +238,15 @@ func run() int {
 		if len(rep.Results) == 0 {
 			why = "no case x context matched -run and -skip"
 		}
-		fmt.Fprintf(os.Stderr, "cgconform: nothing ran: %s; a run that proves nothing fails\n", why)
-		return 3
+		return exitf(3, "nothing ran: %s; a run that proves nothing fails", why)
 	}
 	return 0
+}
+
+// exitf prints "cgconform: " and the message on stderr, and returns rc.
+func exitf(rc int, format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "cgconform: "+format+"\n", args...)
+	return rc
 }
 
 // findClients looks for the real clients in dir (default: next to the

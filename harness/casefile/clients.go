@@ -62,7 +62,7 @@ var OnlyIn = map[string][]string{
 
 // validateOnlyIn holds those steps to their contexts: every context a
 // step applies to must be one of them.
-func (c *Case) validateOnlyIn() error {
+func (c *Case) validateOnlyIn(v *checks) {
 	for i, st := range c.Steps {
 		what := st.Do
 		if st.Check != nil && st.Check.KubeletSane {
@@ -80,16 +80,13 @@ func (c *Case) validateOnlyIn() error {
 			cxs = st.When.Contexts
 		}
 		for _, cx := range cxs {
-			if !slices.Contains(only, cx) {
-				return ferr(fmt.Sprintf("steps[%d].do", i), "%s runs only in %s, not %s; restrict the step with when.contexts", what, strings.Join(only, ", "), cx)
-			}
+			v.need(slices.Contains(only, cx), fmt.Sprintf("steps[%d].do", i), "%s runs only in %s, not %s; restrict the step with when.contexts", what, strings.Join(only, ", "), cx)
 		}
 	}
-	return nil
 }
 
 // validateClients holds a case with client contexts to what they support.
-func (c *Case) validateClients() error {
+func (c *Case) validateClients(v *checks) {
 	var cxs []ClientContext
 	for _, cx := range c.CaseContexts() {
 		if cc, ok := ClientContexts[cx]; ok {
@@ -97,74 +94,42 @@ func (c *Case) validateClients() error {
 		}
 	}
 	if len(cxs) == 0 {
-		return nil
+		return
 	}
-	if !slices.Contains(c.Requires, "clients") {
-		return ferr("requires", "a case in a client context (%s) needs the real clients: add clients to requires", cxs[0].Name)
-	}
-	if c.CallerType != "" {
-		return ferr("callerType", "a client context's caller cgroup is made by containerd, not the harness")
-	}
-	if len(c.Inputs) > 0 {
-		return ferr("inputs", "a table case runs the CLI; client contexts take steps")
-	}
+	v.need(slices.Contains(c.Requires, "clients"), "requires", "a case in a client context (%s) needs the real clients: add clients to requires", cxs[0].Name)
+	v.need(c.CallerType == "", "callerType", "a client context's caller cgroup is made by containerd, not the harness")
+	v.need(len(c.Inputs) == 0, "inputs", "a table case runs the CLI; client contexts take steps")
 	for _, cc := range cxs {
 		if cc.OneSandbox {
 			for _, cx := range c.CaseContexts() {
-				if !ClientContexts[cx].OneSandbox {
-					return ferr("contexts", "%s makes its one sandbox from CRI configs (no OCI spec): list only kubelet-* contexts with it, not %s", cc.Name, cx)
-				}
+				v.need(ClientContexts[cx].OneSandbox, "contexts", "%s makes its one sandbox from CRI configs (no OCI spec): list only kubelet-* contexts with it, not %s", cc.Name, cx)
 			}
-			if len(c.Sandboxes) != 1 || c.Sandboxes[0].Count > 1 {
-				return ferr("sandboxes", "%s runs one pod: exactly one sandbox, no count", cc.Name)
+			if !v.need(len(c.Sandboxes) == 1 && c.Sandboxes[0].Count <= 1, "sandboxes", "%s runs one pod: exactly one sandbox, no count", cc.Name) {
+				return
 			}
 			sb := c.Sandboxes[0]
-			switch {
-			case len(sb.Spec) > 0:
-				return ferr("sandboxes[0].spec", "%s makes the pod from CRI configs (a kubelet-style cgroup_parent, the local image): no OCI spec", cc.Name)
-			case sb.ID != "" || sb.Root != "":
-				return ferr("sandboxes[0].id", "%s: containerd names the pod (${id} is the sandbox ID it assigned); no id or root", cc.Name)
-			}
+			v.need(len(sb.Spec) == 0, "sandboxes[0].spec", "%s makes the pod from CRI configs (a kubelet-style cgroup_parent, the local image): no OCI spec", cc.Name)
+			v.need(sb.ID == "" && sb.Root == "", "sandboxes[0].id", "%s: containerd names the pod (${id} is the sandbox ID it assigned); no id or root", cc.Name)
 		}
 		for i, sb := range c.Sandboxes {
 			f := fmt.Sprintf("sandboxes[%d]", i)
-			if sb.MountNS != "" {
-				return ferr(f+".mountns", "%s: a sandbox's mount namespace is the harness's; not in a client context", cc.Name)
-			}
-			if cc.Makes && len(sb.Options) > 0 {
-				return ferr(f+".options", "%s: the shim's configuration sets the runtime's flags, not the case", cc.Name)
-			}
-			if cc.Engine && len(sb.Spec) > 0 {
-				return ferr(f+".spec", "%s: the engine writes the spec; give its run arguments in engine: [...]", cc.Name)
-			}
-			if !cc.Engine && len(sb.Engine) > 0 {
-				return ferr(f+".engine", "%s is not an engine context (docker, podman): engine arguments apply only there", cc.Name)
-			}
+			v.need(sb.MountNS == "", f+".mountns", "%s: a sandbox's mount namespace is the harness's; not in a client context", cc.Name)
+			v.need(!cc.Makes || len(sb.Options) == 0, f+".options", "%s: the shim's configuration sets the runtime's flags, not the case", cc.Name)
+			v.need(!cc.Engine || len(sb.Spec) == 0, f+".spec", "%s: the engine writes the spec; give its run arguments in engine: [...]", cc.Name)
+			v.need(cc.Engine || len(sb.Engine) == 0, f+".engine", "%s is not an engine context (docker, podman): engine arguments apply only there", cc.Name)
 		}
 		for i, st := range c.Steps {
-			if st.When != nil && len(st.When.Contexts) > 0 && !slices.Contains(st.When.Contexts, cc.Name) {
+			if st.When != nil && !admits(st.When.Contexts, cc.Name) {
 				continue
 			}
 			f := fmt.Sprintf("steps[%d]", i)
-			if cc.Makes && !slices.Contains(cc.Actions, st.Do) {
-				return ferr(f+".do", "%s does not support %q (it does: %s); restrict the step with when.contexts", cc.Name, st.Do, strings.Join(cc.Actions, ", "))
-			}
-			if st.Kill != nil && !(cc.Engine && st.Do == "run") {
-				return ferr(f+".kill", "%s: the harness cannot time a SIGKILL of a command a client runs (but the create of an engine's run)", cc.Name)
-			}
-			if sb := c.Sandbox(st.Sandbox); st.Kill != nil && sb != nil && sb.Count > 1 {
-				return ferr(f+".kill", "%s: a killed run is one create at a time: no count", cc.Name)
-			}
-			if st.Do == "update" && cc.Engine != (len(st.Resources) == 0) {
-				return ferr(f+".resources", "%s: update takes %s", cc.Name, map[bool]string{true: "args (the engine's update flags), not resources", false: "resources, not args"}[cc.Engine])
-			}
-			if len(st.Spec) > 0 && cc.Makes {
-				return ferr(f+".spec", "%s: the client writes each container's spec once; a step's own spec is for the CLI contexts", cc.Name)
-			}
-			if st.Check != nil && st.Check.RunscLog != nil && cc.Makes {
-				return ferr(f+".check.runscLog", "%s: the shim runs runsc with its own debug log", cc.Name)
-			}
+			v.need(!cc.Makes || slices.Contains(cc.Actions, st.Do), f+".do", "%s does not support %q (it does: %s); restrict the step with when.contexts", cc.Name, st.Do, strings.Join(cc.Actions, ", "))
+			v.need(st.Kill == nil || cc.Engine && st.Do == "run", f+".kill", "%s: the harness cannot time a SIGKILL of a command a client runs (but the create of an engine's run)", cc.Name)
+			sb := c.Sandbox(st.Sandbox)
+			v.need(st.Kill == nil || sb == nil || sb.Count <= 1, f+".kill", "%s: a killed run is one create at a time: no count", cc.Name)
+			v.need(st.Do != "update" || cc.Engine == (len(st.Resources) == 0), f+".resources", "%s: update takes %s", cc.Name, map[bool]string{true: "args (the engine's update flags), not resources", false: "resources, not args"}[cc.Engine])
+			v.need(len(st.Spec) == 0 || !cc.Makes, f+".spec", "%s: the client writes each container's spec once; a step's own spec is for the CLI contexts", cc.Name)
+			v.need(st.Check == nil || st.Check.RunscLog == nil || !cc.Makes, f+".check.runscLog", "%s: the shim runs runsc with its own debug log", cc.Name)
 		}
 	}
-	return nil
 }

@@ -1,7 +1,6 @@
 package casefile
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// LoadDir reads every *.yaml file in dir, sorted by name.
+// LoadDir reads and validates every *.yaml file in dir, sorted by name.
 func LoadDir(dir string) ([]*Case, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
@@ -26,7 +25,11 @@ func LoadDir(dir string) ([]*Case, error) {
 	var cases []*Case
 	seen := map[string]string{}
 	for _, f := range files {
-		c, err := LoadFile(f)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		c, err := parse(b, f)
 		if err != nil {
 			return nil, err
 		}
@@ -39,22 +42,15 @@ func LoadDir(dir string) ([]*Case, error) {
 	return cases, nil
 }
 
-// LoadFile reads and validates one case file.
-func LoadFile(path string) (*Case, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return parse(b, path)
-}
-
 // Parse decodes and validates a case. Errors name the line and the field.
 func Parse(b []byte) (*Case, error) { return parse(b, "") }
 
 func parse(b []byte, file string) (*Case, error) {
 	var doc yamlv3.Node
 	lerr := yamlv3.Unmarshal(b, &doc)
-	c := &Case{File: file, lines: fieldLines(&doc)}
+	sc := scan{lines: map[string]int{}}
+	sc.walk(&doc, reflect.TypeFor[Case](), "", "", false)
+	c := &Case{File: file, lines: sc.lines}
 	prefix := func(field string) string {
 		if at := c.at(field); at != "" {
 			return at + ": "
@@ -64,7 +60,7 @@ func parse(b []byte, file string) (*Case, error) {
 	if lerr != nil {
 		return nil, fmt.Errorf("%snot YAML: %w", prefix(""), lerr)
 	}
-	if fe := unknownKey(&doc, reflect.TypeFor[Case](), "", ""); fe != nil {
+	if fe := sc.unknown; fe != nil {
 		return nil, fmt.Errorf("%s%w", prefix(fe.Field), fe)
 	}
 	if err := yaml.UnmarshalStrict(b, c); err != nil {
@@ -72,11 +68,7 @@ func parse(b []byte, file string) (*Case, error) {
 	}
 	c.normalize()
 	if err := c.Validate(); err != nil {
-		var fe *FieldError
-		if errors.As(err, &fe) {
-			return nil, fmt.Errorf("%s%w", prefix(fe.Field), err)
-		}
-		return nil, fmt.Errorf("%s%w", prefix(""), err)
+		return nil, fmt.Errorf("%s%w", prefix(err.(*FieldError).Field), err)
 	}
 	for i, st := range c.Steps {
 		if e := st.Expect; e != nil && e.Fail && len(e.Output) == 0 {

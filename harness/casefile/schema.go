@@ -564,12 +564,7 @@ func (s *Sandbox) ContainerID() string { return cmp.Or(s.ID, s.Name) }
 func (s *Sandbox) RootName() string { return cmp.Or(s.Root, "default") }
 
 // Instances is the number of containers the sandbox entry stands for.
-func (s *Sandbox) Instances() int {
-	if s.Count > 1 {
-		return s.Count
-	}
-	return 1
-}
+func (s *Sandbox) Instances() int { return max(s.Count, 1) }
 
 // CaseContexts returns the contexts the case runs in.
 func (c *Case) CaseContexts() []string {
@@ -581,37 +576,28 @@ func (c *Case) CaseContexts() []string {
 
 // Sandbox returns the sandbox named name.
 func (c *Case) Sandbox(name string) *Sandbox {
-	for i := range c.Sandboxes {
-		if c.Sandboxes[i].Name == name {
-			return &c.Sandboxes[i]
-		}
+	if i := slices.IndexFunc(c.Sandboxes, func(s Sandbox) bool { return s.Name == name }); i >= 0 {
+		return &c.Sandboxes[i]
 	}
 	return nil
 }
 
+// admits reports whether a restriction's list admits x: an empty one
+// admits everything.
+func admits[T comparable](list []T, x T) bool { return len(list) == 0 || slices.Contains(list, x) }
+
 // Applies reports whether w admits mode and context.
 func (w *When) Applies(m mode.Cgroup, context string) bool {
-	if w == nil {
-		return true
-	}
-	if len(w.Modes) > 0 && !slices.Contains(w.Modes, m) {
-		return false
-	}
-	if len(w.Contexts) > 0 && !slices.Contains(w.Contexts, context) {
-		return false
-	}
-	return true
+	return w == nil || admits(w.Modes, m) && admits(w.Contexts, context)
 }
 
 // AppliesTo reports whether d is declared for runtime in mode and context.
 func (d *Divergence) AppliesTo(runtime string, m mode.Cgroup, context string) bool {
-	return d.Runtime == runtime &&
-		(len(d.Modes) == 0 || slices.Contains(d.Modes, m)) &&
-		(len(d.Contexts) == 0 || slices.Contains(d.Contexts, context))
+	return d.Runtime == runtime && admits(d.Modes, m) && admits(d.Contexts, context)
 }
 
 // Covers reports whether d covers a failure of step on runtime in mode and
 // context.
 func (d *Divergence) Covers(runtime string, m mode.Cgroup, context, step string) bool {
-	return !d.Passes && d.AppliesTo(runtime, m, context) && (len(d.Steps) == 0 || slices.Contains(d.Steps, step))
+	return !d.Passes && d.AppliesTo(runtime, m, context) && admits(d.Steps, step)
 }

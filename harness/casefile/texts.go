@@ -29,31 +29,21 @@ const (
 	jsonText
 )
 
-// walker visits a case item's texts in order with visit, and stops at its
-// first error.
-type walker struct {
-	visit func(field string, kind textKind, s *string) error
-	err   error
-}
+// walker visits a case item's texts in order.
+type walker func(field string, kind textKind, s *string)
 
-func (w *walker) text(field string, kind textKind, s *string) {
-	if w.err == nil {
-		w.err = w.visit(field, kind, s)
-	}
-}
-
-func (w *walker) list(field string, ss []string) {
+func (w walker) list(field string, ss []string) {
 	for i := range ss {
-		w.text(fmt.Sprintf("%s[%d]", field, i), plainText, &ss[i])
+		w(fmt.Sprintf("%s[%d]", field, i), plainText, &ss[i])
 	}
 }
 
-func (w *walker) json(field string, raw *json.RawMessage) {
+func (w walker) json(field string, raw *json.RawMessage) {
 	if len(*raw) == 0 {
 		return
 	}
 	s := string(*raw)
-	w.text(field, jsonText, &s)
+	w(field, jsonText, &s)
 	*raw = json.RawMessage(s)
 }
 
@@ -61,16 +51,16 @@ func (w *walker) json(field string, raw *json.RawMessage) {
 // ${caseroot} are absolute, ${id} and ${pid.*} name no cgroup.
 var refVars = map[string]bool{"token": true}
 
-func (st *Step) texts(w *walker, f string) {
+func (st *Step) texts(w walker, f string) {
 	w.list(f+".args", st.Args)
-	w.text(f+".unit", plainText, &st.Unit)
+	w(f+".unit", plainText, &st.Unit)
 	w.json(f+".resources", &st.Resources)
 	w.json(f+".spec", &st.Spec)
 	if wr := st.Write; wr != nil {
-		w.text(f+".write.cgroup", refText, &wr.Cgroup)
-		w.text(f+".write.value", plainText, &wr.Value)
+		w(f+".write.cgroup", refText, &wr.Cgroup)
+		w(f+".write.value", plainText, &wr.Value)
 	}
-	w.text(f+".cgroup", refText, &st.Cgroup)
+	w(f+".cgroup", refText, &st.Cgroup)
 	if e := st.Expect; e != nil {
 		w.list(f+".expect.output", e.Output)
 	}
@@ -79,42 +69,42 @@ func (st *Step) texts(w *walker, f string) {
 	}
 }
 
-func (c *Check) texts(w *walker, f string) {
+func (c *Check) texts(w walker, f string) {
 	if p := c.Placement; p != nil {
-		w.text(f+".placement.path", plainText, &p.Path)
+		w(f+".placement.path", plainText, &p.Path)
 	}
 	if fc := c.File; fc != nil {
-		w.text(f+".file.cgroup", refText, &fc.Cgroup)
+		w(f+".file.cgroup", refText, &fc.Cgroup)
 		if fc.Equals != nil {
-			w.text(f+".file.equals", plainText, fc.Equals)
+			w(f+".file.equals", plainText, fc.Equals)
 		}
 		w.list(f+".file.contains", fc.Contains)
 	}
-	w.text(f+".exists", refText, &c.Exists)
-	w.text(f+".absent", refText, &c.Absent)
-	w.text(f+".noneNamed", plainText, &c.NoneNamed)
+	w(f+".exists", refText, &c.Exists)
+	w(f+".absent", refText, &c.Absent)
+	w(f+".noneNamed", plainText, &c.NoneNamed)
 	if l := c.RunscLog; l != nil {
-		w.text(f+".runscLog.lacks", plainText, &l.Lacks)
+		w(f+".runscLog.lacks", plainText, &l.Lacks)
 	}
 	if u := c.Unit; u != nil {
-		w.text(f+".unit.name", plainText, &u.Name)
+		w(f+".unit.name", plainText, &u.Name)
 	}
 }
 
-func (it *Setup) texts(w *walker, f string) {
-	w.text(f+".cgroup", refText, &it.Cgroup)
-	w.text(f+".value", plainText, &it.Value)
+func (it *Setup) texts(w walker, f string) {
+	w(f+".cgroup", refText, &it.Cgroup)
+	w(f+".value", plainText, &it.Value)
 }
 
-func (s *Sandbox) texts(w *walker, f string) {
+func (s *Sandbox) texts(w walker, f string) {
 	w.list(f+".engine", s.Engine)
 	w.json(f+".spec", &s.Spec)
 }
 
-func (in *Input) texts(w *walker, f string) {
-	w.text(f+".path", plainText, &in.Path)
+func (in *Input) texts(w walker, f string) {
+	w(f+".path", plainText, &in.Path)
 	if p := in.Placement; p != nil {
-		w.text(f+".placement.path", plainText, &p.Path)
+		w(f+".placement.path", plainText, &p.Path)
 	}
 }
 
@@ -135,35 +125,13 @@ func (c *Check) SandboxName() string {
 	return c.Owned + c.Running + c.Gone // at most one is set
 }
 
-// Expanded returns a copy of the step with every text expanded from vals.
-func (st Step) Expanded(vals map[string]string) (Step, error) {
-	return expanded(st, (*Step).texts, vals)
-}
-
-// Expanded returns a copy of the check with every text expanded from vals.
-func (c Check) Expanded(vals map[string]string) (Check, error) {
-	return expanded(c, (*Check).texts, vals)
-}
-
-// Expanded returns a copy of the setup item with every text expanded.
-func (it Setup) Expanded(vals map[string]string) (Setup, error) {
-	return expanded(it, (*Setup).texts, vals)
-}
-
-// Expanded returns a copy of the sandbox with its spec expanded.
-func (s Sandbox) Expanded(vals map[string]string) (Sandbox, error) {
-	return expanded(s, (*Sandbox).texts, vals)
-}
-
-// Expanded returns a copy of the input with its path and placement path
-// expanded.
-func (in Input) Expanded(vals map[string]string) (Input, error) {
-	return expanded(in, (*Input).texts, vals)
-}
-
-// expanded deep-copies v (a case is shared by every context, runtime and
-// instance) and expands the copy's texts.
-func expanded[T any](v T, texts func(*T, *walker, string), vals map[string]string) (T, error) {
+// Expanded returns a deep copy of v, a Step, Check, Setup, Sandbox or Input
+// (a case is shared by every context, runtime and instance), with every
+// text of it expanded from vals.
+func Expanded[T any, P interface {
+	*T
+	texts(walker, string)
+}](v T, vals map[string]string) (T, error) {
 	var cp T
 	b, err := json.Marshal(v)
 	if err == nil {
@@ -172,8 +140,10 @@ func expanded[T any](v T, texts func(*T, *walker, string), vals map[string]strin
 	if err != nil {
 		return cp, fmt.Errorf("copying %T: %w", v, err)
 	}
-	w := &walker{visit: func(field string, k textKind, s *string) error {
-		var err error
+	P(&cp).texts(func(field string, k textKind, s *string) {
+		if err != nil {
+			return
+		}
 		if k == jsonText {
 			var raw json.RawMessage
 			raw, err = vars.ExpandJSON(json.RawMessage(*s), vals)
@@ -182,22 +152,21 @@ func expanded[T any](v T, texts func(*T, *walker, string), vals map[string]strin
 			*s, err = vars.Expand(*s, vals)
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", strings.TrimPrefix(field, "."), err)
+			err = fmt.Errorf("%s: %w", strings.TrimPrefix(field, "."), err)
 		}
-		return nil
-	}}
-	texts(&cp, w, "")
-	return cp, w.err
+	}, "")
+	return cp, err
 }
 
-// checkTexts refuses a reference that cannot be resolved where it stands:
+// texts refuses a reference that cannot be resolved where it stands:
 // a name not in known (refVars in a cgroup reference), or a "${" without
 // its "}".
-func checkTexts(f string, texts func(*walker, string), known map[string]bool) error {
-	w := &walker{visit: func(field string, k textKind, s *string) error {
+func (v *checks) texts(f string, texts func(walker, string), known map[string]bool) {
+	texts(func(field string, k textKind, s *string) {
 		names, err := vars.Refs(*s)
 		if err != nil {
-			return ferr(field, "%v", err)
+			v.fail(field, "%v", err)
+			return
 		}
 		kn := known
 		if k == refText {
@@ -216,12 +185,10 @@ func checkTexts(f string, texts func(*walker, string), known map[string]bool) er
 			case strings.HasPrefix(n, "id."):
 				msg += ": ${id.NAME} names a sandbox of this case without count (one container, one ID)"
 			}
-			return ferr(field, "%s", msg)
+			v.fail(field, "%s", msg)
+			return
 		}
-		return nil
-	}}
-	texts(w, f)
-	return w.err
+	}, f)
 }
 
 // withVars is known plus names.
@@ -229,15 +196,6 @@ func withVars(known map[string]bool, names ...string) map[string]bool {
 	out := maps.Clone(known)
 	for _, n := range names {
 		out[n] = true
-	}
-	return out
-}
-
-// withoutVars is known less names.
-func withoutVars(known map[string]bool, names ...string) map[string]bool {
-	out := maps.Clone(known)
-	for _, n := range names {
-		delete(out, n)
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/base/report"
 )
 
@@ -28,13 +29,13 @@ func Match(relation, rel, caller, got string) (bool, string) {
 			want := path.Join(caller, rel)
 			return got == want, want
 		}
-		return got != caller && under(got, caller), "beneath " + caller
+		return got != caller && cgroupfs.IsUnder(got, caller), "beneath " + caller
 	case "beside":
 		if rel != "" {
 			want := path.Join(parent, rel)
-			return got == want && !under(got, caller), want
+			return got == want && !cgroupfs.IsUnder(got, caller), want
 		}
-		return under(got, parent) && !under(got, caller), "beside " + caller + " (under " + parent + ", not under it)"
+		return cgroupfs.IsUnder(got, parent) && !cgroupfs.IsUnder(got, caller), "beside " + caller + " (under " + parent + ", not under it)"
 	case "root":
 		if rel != "" {
 			want := path.Join("/", rel)
@@ -46,10 +47,6 @@ func Match(relation, rel, caller, got string) (bool, string) {
 		return got == want, want
 	}
 	return false, "unknown relation " + relation
-}
-
-func under(p, dir string) bool {
-	return dir == "/" || p == dir || strings.HasPrefix(p, dir+"/")
 }
 
 // mayStayWithCaller names v1 hierarchies that runtimes do not all manage

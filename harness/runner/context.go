@@ -15,6 +15,7 @@ import (
 
 	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/base/ocispec"
+	"github.com/runsc-cgroups/cgconform/harness/casefile"
 	"golang.org/x/sys/unix"
 )
 
@@ -403,7 +404,7 @@ func (r *Runner) makeInstances(cs *caseState) error {
 // spec fragment, then over (a create step's own spec, or nil), each
 // expanded for the instance.
 func (r *Runner) writeBundle(cs *caseState, in *instance, over json.RawMessage) error {
-	esb, err := in.sb.Expanded(cs.vals(in))
+	esb, err := casefile.Expanded(*in.sb, cs.vals(in))
 	if err != nil {
 		return fmt.Errorf("%s: sandboxes %s: %w", cs.c.File, in.sb.Name, err)
 	}

@@ -109,7 +109,7 @@ func (d *engineDriver) action(ctx context.Context, in *instance, do string, args
 	cli := func(a ...string) clients.Step { return e.CLI(ctx, limit, a...) }
 	switch do {
 	case "run":
-		sb, err := in.sb.Expanded(cs.vals(in))
+		sb, err := casefile.Expanded(*in.sb, cs.vals(in))
 		if err != nil {
 			return []clients.Step{{Name: "run", Exit: -1, Err: err.Error()}}
 		}

@@ -31,7 +31,7 @@ func (r *Runner) setupCase(ctx context.Context, cs *caseState, items []casefile.
 }
 
 func (r *Runner) setupItem(ctx context.Context, cs *caseState, it casefile.Setup) error {
-	it, err := it.Expanded(cs.vals(nil))
+	it, err := casefile.Expanded(it, cs.vals(nil))
 	if err != nil {
 		return err
 	}

@@ -108,7 +108,7 @@ func (r *Runner) doStep(ctx context.Context, cs *caseState, st *casefile.Step) {
 // the case root) or a remove-empty step.
 func (r *Runner) cgroupStep(cs *caseState, st *casefile.Step) report.Step {
 	rec := report.Step{ID: st.ID, Do: st.Do}
-	est, err := st.Expanded(cs.vals(nil))
+	est, err := casefile.Expanded(*st, cs.vals(nil))
 	msg, detail := "", ""
 	switch {
 	case err != nil:
@@ -142,7 +142,7 @@ func (r *Runner) forInstances(ctx context.Context, cs *caseState, st *casefile.S
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			est, err := st.Expanded(cs.vals(in))
+			est, err := casefile.Expanded(*st, cs.vals(in))
 			if err != nil {
 				cs.fail(st.ID, in.label+": "+err.Error(), "")
 				recs[i] = report.Step{ID: st.ID, Do: st.Do, Sandbox: in.label, Error: err.Error()}
@@ -794,7 +794,7 @@ func (r *Runner) checkStep(ctx context.Context, cs *caseState, st *casefile.Step
 	for _, in := range insts {
 		var msg, diff string
 		var read []string
-		c, err := st.Check.Expanded(cs.vals(in))
+		c, err := casefile.Expanded(*st.Check, cs.vals(in))
 		if err != nil {
 			msg = err.Error()
 		} else {

@@ -56,7 +56,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	cs.suffix = "-" + in.Name
 	vals := cs.vals(nil)
 	vals["id"] = r.token + "-" + cs.c.Sandboxes[0].ContainerID() + cs.suffix // as makeInstances names the table's one instance
-	in, err := in.Expanded(vals)
+	in, err := casefile.Expanded(in, vals)
 	if err != nil {
 		return neither(err)
 	}
