@@ -360,21 +360,12 @@ func (r *Runner) nestedLeaves(cs *caseState) map[string]bool {
 func (r *Runner) strayProcs(cs *caseState) []proc.Process {
 	var out []proc.Process
 	for _, p := range descendantProcs(os.Getpid()) {
-		if slices.Contains(cs.holders, p.PID) || cs.isForeign(p.PID) {
-			continue
+		foreign := func(f proc.Process) bool { return f.PID == p.PID }
+		if !slices.Contains(cs.holders, p.PID) && !slices.ContainsFunc(slices.Collect(maps.Values(cs.foreign)), foreign) {
+			out = append(out, p)
 		}
-		out = append(out, p)
 	}
 	return out
-}
-
-func (cs *caseState) isForeign(pid int) bool {
-	for _, p := range cs.foreign {
-		if p.PID == pid {
-			return true
-		}
-	}
-	return false
 }
 
 // teardownCase removes the context and everything below the case root.

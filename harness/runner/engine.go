@@ -30,6 +30,15 @@ func engineOf(cx string) (kind string, systemd bool) {
 	return kind, driver == "systemd"
 }
 
+// engineDaemon is what an engine context starts: dockerd for Docker; for
+// Podman, which has no daemon, its store and service setup.
+func engineDaemon(kind string) string {
+	if kind == clients.Docker {
+		return "dockerd"
+	}
+	return kind
+}
+
 // engineDriver: a sandbox is one engine container.
 type engineDriver struct {
 	base
@@ -259,7 +268,7 @@ func (d *engineDriver) observe(ctx context.Context, in *instance) string {
 		}
 	}
 	if d.cs.rt.Kind == "runsc" {
-		found = runscProcs(descendants(os.Getpid()), "", in.id, "")
+		found = runscProcs("", in.id, "")
 	} else if s, err := d.state(ctx, in); err != nil {
 		return err.Error()
 	} else if s.Pid > 0 {

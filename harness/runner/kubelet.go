@@ -205,23 +205,21 @@ func (r *Runner) checkKubeletSane(cs *caseState, read *[]string) (string, string
 		*read = append(*read, "kubelet: "+trunc(l, 300))
 	}
 	var missing []string
-	for _, name := range cs.sandboxNames() {
-		for _, in := range cs.insts[name] {
-			if !in.created || in.deleted {
+	for _, in := range cs.order {
+		if !in.created || in.deleted {
+			continue
+		}
+		for _, p := range in.procs {
+			if !alive(p.PID) {
 				continue
 			}
-			for _, p := range in.procs {
-				if !alive(p.PID) {
+			for _, h := range r.host.Hierarchies {
+				cg, ok := p.Cgroups[h.Key]
+				if !ok {
 					continue
 				}
-				for _, h := range r.host.Hierarchies {
-					cg, ok := p.Cgroups[h.Key]
-					if !ok {
-						continue
-					}
-					if _, err := os.Stat(h.Dir(cg)); err != nil {
-						missing = append(missing, fmt.Sprintf("%s %s: %s:%s", in.label, p.Role, h.Key, cg))
-					}
+				if _, err := os.Stat(h.Dir(cg)); err != nil {
+					missing = append(missing, fmt.Sprintf("%s %s: %s:%s", in.label, p.Role, h.Key, cg))
 				}
 			}
 		}
@@ -451,11 +449,9 @@ func (r *Runner) kubeletCPUStep(ctx context.Context, cs *caseState, st *casefile
 	}
 	key := r.cpuKey()
 	var insts []*instance
-	for _, name := range cs.sandboxNames() {
-		for _, in := range cs.insts[name] {
-			if in.created && !in.deleted {
-				insts = append(insts, in)
-			}
+	for _, in := range cs.order {
+		if in.created && !in.deleted {
+			insts = append(insts, in)
 		}
 	}
 	m := kubeletCPU{Burn: st.Duration.Duration, ContainerCgroup: cs.caller[key]}
@@ -598,12 +594,3 @@ func treeCPU(all []proc.Stat, roots []int) time.Duration {
 
 // podDir is the pod cgroup of a container cgroup (its parent).
 func podDir(containerCgroup string) string { return path.Dir(containerCgroup) }
-
-// sandboxNames are the case's sandboxes, in the case's order.
-func (cs *caseState) sandboxNames() []string {
-	var out []string
-	for _, sb := range cs.c.Sandboxes {
-		out = append(out, sb.Name)
-	}
-	return out
-}

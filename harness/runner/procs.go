@@ -152,8 +152,8 @@ func comm(pid int) string {
 
 // runscProcs finds the runsc sandbox and gofer processes serving id in
 // the state folder root, among the harness's descendants.
-func runscProcs(pids []int, root, id, bundle string) map[string]int {
-	return matchRunsc(pids, cmdline, root, id, bundle)
+func runscProcs(root, id, bundle string) map[string]int {
+	return matchRunsc(descendants(os.Getpid()), cmdline, root, id, bundle)
 }
 
 // matchRunsc is runscProcs with the command lines read through argv. A

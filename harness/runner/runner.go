@@ -473,12 +473,7 @@ func (r *Runner) runKilled(ctx context.Context, cs *caseState, in *instance, arg
 	cmd.Dir = cs.dir
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
-	pid, err := r.reaper.start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
+	release, err := r.startRegistered(cmd)
 	if err != nil {
 		res.err = err
 		return res
@@ -495,7 +490,7 @@ func (r *Runner) runKilled(ctx context.Context, cs *caseState, in *instance, arg
 		res.killed = <-killed // it fired: wait for its verdict
 	}
 	res.dur = time.Since(start)
-	r.reaper.release(pid)
+	release()
 	// Reap what the command left as zombies (a sandbox its delete killed)
 	// before the next step, as a shim reaps on SIGCHLD: runsc counts a
 	// zombie sandbox as alive (kill(pid, 0)), so the next delete would try
@@ -662,6 +657,19 @@ func (cs *caseState) noteDelete(d time.Duration) {
 	cs.maxDelete = max(cs.maxDelete, d)
 }
 
+// timeDaemon records in the result that the daemon name took from t0 until
+// now to start (or to fail with err): the matrix's time breakdown adds
+// these up per host.
+func (cs *caseState) timeDaemon(name string, t0 time.Time, err error) {
+	d := report.Daemon{Name: name, DurationMS: time.Since(t0).Milliseconds()}
+	if err != nil {
+		d.Error = err.Error()
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.res.Daemons = append(cs.res.Daemons, d)
+}
+
 func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Runtime, idx int) (res report.Result) {
 	res = r.baseResult(c, cx, rt)
 	start := time.Now()
@@ -676,27 +684,24 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 	cs := &caseState{c: c, cx: cx, rt: rt, res: &res, root: fmt.Sprintf("%s/%03d", r.tree.Root, idx), foreign: map[string]proc.Process{}, mountns: map[string]int{}}
 	cs.dir = filepath.Join(r.work, fmt.Sprintf("%03d", idx))
 	cs.logDir = filepath.Join(cs.dir, "logs")
-	if err := os.MkdirAll(cs.logDir, 0o755); err != nil {
-		cs.fail("setup", err.Error(), "")
+	setupFailed := func(msg string) report.Result {
+		cs.fail("setup", msg, "")
 		res.Outcome = report.Fail
 		return res
+	}
+	if err := os.MkdirAll(cs.logDir, 0o755); err != nil {
+		return setupFailed(err.Error())
 	}
 	defer r.teardownCase(cs)
 	if err := r.setupContext(ctx, cs); err != nil {
-		cs.fail("setup", fmt.Sprintf("building the %s context: %v", cx, err), "")
-		res.Outcome = report.Fail
-		return res
+		return setupFailed(fmt.Sprintf("building the %s context: %v", cx, err))
 	}
 	cs.vars = map[string]string{"token": r.token, "caseroot": cs.root, "caller": r.callerVar(cs)}
 	if err := r.setupCase(ctx, cs, c.Setup); err != nil {
-		cs.fail("setup", err.Error(), "")
-		res.Outcome = report.Fail
-		return res
+		return setupFailed(err.Error())
 	}
 	if err := r.setupMountns(cs); err != nil {
-		cs.fail("setup", err.Error(), "")
-		res.Outcome = report.Fail
-		return res
+		return setupFailed(err.Error())
 	}
 	if len(c.Inputs) > 0 {
 		r.runTable(ctx, cs)
@@ -929,7 +934,7 @@ func (r *Runner) observe(ctx context.Context, cs *caseState, in *instance) (why 
 		found[cs.rt.StateRole()] = st.Pid
 	}
 	if cs.rt.Kind == "runsc" {
-		for role, pid := range runscProcs(descendants(os.Getpid()), in.root, in.id, in.bundle) {
+		for role, pid := range runscProcs(in.root, in.id, in.bundle) {
 			found[role] = pid
 		}
 	}
@@ -978,14 +983,15 @@ func (r *Runner) state(ctx context.Context, cs *caseState, in *instance) (ociSta
 	return st, err
 }
 
-// callerOf returns the caller cgroup for hierarchy key.
-func (cs *caseState) callerOf(key string) string { return cs.caller[key] }
-
-// managedKeys are the hierarchies placement is checked in.
-func (r *Runner) managedKeys() []string {
-	var out []string
+// hierarchies are the keys of the hierarchies placement is checked in, and
+// each hierarchy's name by its key, for the checks' messages.
+func (r *Runner) hierarchies() (keys []string, names map[string]string) {
 	for _, h := range r.host.Managed() {
-		out = append(out, h.Key)
+		keys = append(keys, h.Key)
 	}
-	return out
+	names = map[string]string{}
+	for _, h := range r.host.Hierarchies {
+		names[h.Key] = h.Name()
+	}
+	return keys, names
 }

@@ -372,7 +372,7 @@ func (r *Runner) stopCreate(ctx context.Context, cs *caseState, st *casefile.Ste
 		}
 		found := map[string]int{}
 		if cs.rt.Kind == "runsc" {
-			found = runscProcs(descendants(os.Getpid()), in.root, in.id, in.bundle)
+			found = runscProcs(in.root, in.id, in.bundle)
 		} else if kids := descendants(pid); len(kids) > 0 {
 			found[what] = kids[0]
 		}
@@ -744,7 +744,7 @@ func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step,
 		cs.fail(st.ID, in.label+": no process observed to measure", "")
 		return report.Step{Error: "no process"}, nil
 	}
-	sandboxCg, callerCg := m.Cgroups[key], cs.callerOf(key)
+	sandboxCg, callerCg := m.Cgroups[key], cs.caller[key]
 	read := func() (sb, caller time.Duration, err error) {
 		if sb, err = r.host.Usage(sandboxCg); err != nil {
 			return
@@ -829,7 +829,7 @@ func (r *Runner) checkStep(ctx context.Context, cs *caseState, st *casefile.Step
 // for a check about no one sandbox). What it read for the record (a file's
 // value, pass or fail) goes to read.
 func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in *instance, read *[]string) (string, string) {
-	keys, names := r.managedKeys(), r.hierNames()
+	keys, names := r.hierarchies()
 	switch {
 	case c.Placement != nil:
 		p := c.Placement
@@ -942,15 +942,6 @@ func (r *Runner) grouped(paths []string) string {
 	return strings.Join(groupByPath(paths, len(r.host.Hierarchies)), "\n")
 }
 
-// hierNames names each hierarchy by its key, for the checks' messages.
-func (r *Runner) hierNames() map[string]string {
-	names := map[string]string{}
-	for _, h := range r.host.Hierarchies {
-		names[h.Key] = h.Name()
-	}
-	return names
-}
-
 // want is a placement as the case wrote it, with what base (where a
 // relative cgroupsPath goes by default) means here: beneath the caller C
 // on v1 and hybrid hosts, beside it (in C's parent) on v2.
@@ -979,7 +970,7 @@ func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck, in *instance, r
 			}
 			d = m.Cgroups[h.Key]
 		} else {
-			d = r.resolveRef(cs.callerOf(h.Key), f.Cgroup)
+			d = r.resolveRef(cs.caller[h.Key], f.Cgroup)
 			if _, err := os.Stat(h.Dir(d)); os.IsNotExist(err) && check.Optional(h.Key) {
 				continue // A hierarchy no runtime need manage, as in checkExists.
 			}

@@ -244,7 +244,7 @@ func (r *Runner) killTraced(cs *caseState, in *instance, k *casefile.Kill, argv 
 		return callStarts(string(b)) >= k.Nth.At(cs.trial)
 	}, time.Duration(0), time.Millisecond
 	if k.Hold.Duration > 0 {
-		ready = func() bool { return runscProcs(descendants(os.Getpid()), in.root, in.id, in.bundle)[k.Started] != 0 }
+		ready = func() bool { return runscProcs(in.root, in.id, in.bundle)[k.Started] != 0 }
 		wait, poll = r.scaled(k.Hold.Duration)*2/3, 20*time.Millisecond
 	}
 	done, killed := make(chan struct{}), make(chan string, 1)

@@ -98,7 +98,8 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	if exit == 0 && in.Placement != nil {
 		r.observe(ctx, cs, sb)
 		rel := in.Placement.Path
-		if msg, diff := check.Placement(r.want(in.Placement.Relation, rel), in.Placement.Roles, sb.procs, cs.caller, r.managedKeys(), r.hierNames()); msg != "" {
+		keys, names := r.hierarchies()
+		if msg, diff := check.Placement(r.want(in.Placement.Relation, rel), in.Placement.Roles, sb.procs, cs.caller, keys, names); msg != "" {
 			placed = false
 			evidence = append(evidence, "placement: "+msg+" "+strings.Join(strings.Fields(diff), " "))
 		}
