@@ -512,10 +512,7 @@ func (r *Runner) kubeletCPUStep(ctx context.Context, cs *caseState, st *casefile
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			burn := *st
-			burn.Sandbox = in.sb.Name
-			burn.Args = []string{"/bin/timeout", fmt.Sprintf("%g", st.Duration.Seconds()), "/bin/sh", "-c", "while :; do :; done"}
-			res := r.runCommand(ctx, cs, in, r.runtimeArgs(cs, in, "exec", &burn), r.commandLimit())
+			res := r.burn(ctx, cs, in, st)
 			mu.Lock()
 			outs = append(outs, fmt.Sprintf("%s: exec exit %d in %.1fs", in.label, res.exit, res.dur.Seconds()))
 			mu.Unlock()

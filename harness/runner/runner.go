@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/base/mode"
 	"github.com/runsc-cgroups/cgconform/base/ocispec"
@@ -336,19 +337,8 @@ func (r *Runner) skipReason(c *casefile.Case, cx string, rt Runtime) string {
 // as delegation boundaries (a flag of the hierarchy, shown in the super
 // options of each of its mounts).
 func nsdelegate() bool {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if _, after, ok := strings.Cut(line, " - cgroup2 "); ok {
-			f := strings.Fields(after)
-			if len(f) >= 2 && slices.Contains(strings.Split(f[1], ","), "nsdelegate") {
-				return true
-			}
-		}
-	}
-	return false
+	ms, _ := mountinfo.GetMounts(mountinfo.FSTypeFilter("cgroup2"))
+	return slices.ContainsFunc(ms, func(m *mountinfo.Info) bool { return slices.Contains(strings.Split(m.VFSOptions, ","), "nsdelegate") })
 }
 
 // unmet says which requirement this host does not meet, or "". Every

@@ -733,12 +733,7 @@ func (r *Runner) stopUnitStep(ctx context.Context, cs *caseState, st *casefile.S
 // the runtime). Comparing with the sandbox's own charge, not wall time,
 // keeps the check honest on a loaded machine.
 func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
-	key := ""
-	for _, h := range r.host.Hierarchies {
-		if r.host.Mode == mode.V2 && h.V2 || r.host.Mode != mode.V2 && slices.Contains(h.Controllers(), "cpuacct") {
-			key = h.Key
-		}
-	}
+	key := r.cpuKey()
 	m, ok := check.Main(in.procs)
 	if !ok {
 		cs.fail(st.ID, in.label+": no process observed to measure", "")
@@ -757,15 +752,13 @@ func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step,
 		cs.fail(st.ID, "reading CPU usage: "+err.Error(), "")
 		return report.Step{Error: err.Error()}, nil
 	}
-	burn := *st
-	secs := st.Duration.Seconds()
-	burn.Args = []string{"/bin/timeout", fmt.Sprintf("%g", secs), "/bin/sh", "-c", "while :; do :; done"}
-	res := r.runCommand(ctx, cs, in, r.runtimeArgs(cs, in, "exec", &burn), r.commandLimit())
+	res := r.burn(ctx, cs, in, st)
 	sb1, c1, err := read()
 	if err != nil {
 		cs.fail(st.ID, "reading CPU usage: "+err.Error(), "")
 		return report.Step{Error: err.Error()}, nil
 	}
+	secs := st.Duration.Seconds()
 	rec := record(res)
 	dSb, dC := sb1-sb0, c1-c0
 	rec.Note = fmt.Sprintf("burned %.2fs wall; sandbox cgroup %s charged %.2fs; caller cgroup %s charged %.2fs", res.dur.Seconds(), sandboxCg, dSb.Seconds(), callerCg, dC.Seconds())
@@ -780,6 +773,14 @@ func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step,
 	// timeout(1) ends the loop with a signal: its exit status is not the
 	// point here.
 	return rec, nil
+}
+
+// burn runs, in instance in, a loop that burns one CPU for the step's
+// duration.
+func (r *Runner) burn(ctx context.Context, cs *caseState, in *instance, st *casefile.Step) cmdResult {
+	burn := *st
+	burn.Args = []string{"/bin/timeout", fmt.Sprintf("%g", st.Duration.Seconds()), "/bin/sh", "-c", "while :; do :; done"}
+	return r.runCommand(ctx, cs, in, r.runtimeArgs(cs, in, "exec", &burn), r.commandLimit())
 }
 
 // checkStep evaluates a check step: once, or, for a check about one
