@@ -300,10 +300,7 @@ func (d *ctrDriver) setup(ctx context.Context) error {
 	if err := d.start(ctx); err != nil {
 		return err
 	}
-	d.cs.caller = map[string]string{}
-	for _, h := range d.r.host.Hierarchies {
-		d.cs.caller[h.Key] = d.c.DaemonCgroup()
-	}
+	d.cs.caller = d.r.everywhere(d.c.DaemonCgroup())
 	d.cs.callerHolders = []int{d.c.PID}
 	return nil
 }
@@ -327,15 +324,9 @@ func (d *podDriver) setup(ctx context.Context) error {
 	}
 	pod.Limit = d.r.commandLimit()
 	d.pod = pod
-	// C is the pod cgroup, the same path in every hierarchy; one outside
-	// the case root (a systemd slice) is watched.
-	d.cs.caller = map[string]string{}
-	for _, h := range d.r.host.Hierarchies {
-		d.cs.caller[h.Key] = pod.ParentDir
-		if !cgroupfs.IsUnder(pod.ParentDir, d.cs.root) {
-			d.cs.extra = append(d.cs.extra, hierarchyPath{h.Key, pod.ParentDir})
-		}
-	}
+	// C is the pod cgroup, the same path in every hierarchy.
+	d.cs.caller = d.r.everywhere(pod.ParentDir)
+	d.r.watchPod(d.cs, pod.ParentDir)
 	return nil
 }
 
@@ -361,11 +352,25 @@ func (cs *caseState) origin() map[string]string {
 	if !ok || d.c == nil {
 		return cs.caller
 	}
+	return d.r.everywhere(d.c.DaemonCgroup())
+}
+
+// everywhere is the cgroup cg in every hierarchy, by key.
+func (r *Runner) everywhere(cg string) map[string]string {
 	out := map[string]string{}
-	for k := range cs.caller {
-		out[k] = d.c.DaemonCgroup()
+	for _, h := range r.host.Hierarchies {
+		out[h.Key] = cg
 	}
 	return out
+}
+
+// watchPod watches a pod cgroup outside the case root (a systemd slice).
+func (r *Runner) watchPod(cs *caseState, dir string) {
+	if !cgroupfs.IsUnder(dir, cs.root) {
+		for _, h := range r.host.Hierarchies {
+			cs.extra = append(cs.extra, hierarchyPath{h.Key, dir})
+		}
+	}
 }
 
 // startRegistered starts a client's command with the reaper kept off it:
@@ -479,11 +484,7 @@ func (d *execDriver) setup(ctx context.Context) error {
 		pod.ParentDir = podDir(cs.caller[r.refKey()])
 		defer d.afterKubeletSetup()
 	}
-	if !cgroupfs.IsUnder(pod.ParentDir, cs.root) {
-		for _, h := range r.host.Hierarchies {
-			cs.extra = append(cs.extra, hierarchyPath{h.Key, pod.ParentDir})
-		}
-	}
+	r.watchPod(cs, pod.ParentDir)
 	// Everything running now is the context's: containerd, the shim, the
 	// pause process, the container's processes.
 	ref := r.refKey()

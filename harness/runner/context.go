@@ -91,9 +91,16 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 			return err
 		}
 	}
+	// A holder is a long-running process in its cgroup (what a container's
+	// own processes are to a runtime started inside it); the anchor lives in
+	// a cgroup namespace rooted at C, as a delegated pod's container does.
 	for _, hd := range holders {
 		anchor := cs.cgroupns && hd == caller
-		pid, err := r.startHolder(hd, anchor)
+		var join []string
+		for _, h := range r.host.Hierarchies {
+			join = append(join, h.Dir(hd))
+		}
+		pid, err := r.startProcess(join, anchor)
 		if err != nil {
 			return err
 		}
@@ -170,18 +177,6 @@ func (r *Runner) makeThreaded(rel string) error {
 		}
 	}
 	return nil
-}
-
-// startHolder starts a long-running process in cgroup rel (what a
-// container's own processes are to a runtime started inside it). With
-// newNS it lives in a cgroup namespace rooted at rel, as a delegated pod's
-// container does.
-func (r *Runner) startHolder(rel string, newNS bool) (int, error) {
-	var join []string
-	for _, h := range r.host.Hierarchies {
-		join = append(join, h.Dir(rel))
-	}
-	return r.startProcess(join, newNS)
 }
 
 // startProcess starts "sleep 100000" in the cgroup directories join (one

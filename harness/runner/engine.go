@@ -91,10 +91,7 @@ func (d *engineDriver) setup(ctx context.Context) error {
 		return fmt.Errorf("starting %s: %w", kind, err)
 	}
 	d.engine = e
-	cs.caller = map[string]string{}
-	for _, h := range r.host.Hierarchies {
-		cs.caller[h.Key] = e.Cgroup()
-	}
+	cs.caller = r.everywhere(e.Cgroup())
 	if e.PID > 0 {
 		cs.callerHolders = []int{e.PID}
 	}
