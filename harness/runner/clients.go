@@ -265,7 +265,7 @@ func (d *containerd) start(ctx context.Context) error {
 	c, err := clients.Start(ctx, clients.Options{
 		Bins: r.opt.Clients, Runc: runc, Busybox: r.opt.Busybox, BaseParent: cs.dir,
 		SystemdCgroup: d.systemd(), Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root},
-		Handlers: hs, RunscDebug: r.opt.ClientsDebug, Log: logf, StartCmd: r.startRegistered,
+		Handlers: hs, RunscDebug: r.opt.ClientsDebug, Log: logf, StartCmd: r.reaper.start,
 	})
 	cs.timeDaemon("containerd", t0, err)
 	if err != nil {
@@ -371,22 +371,6 @@ func (r *Runner) watchPod(cs *caseState, dir string) {
 			cs.extra = append(cs.extra, hierarchyPath{h.Key, dir})
 		}
 	}
-}
-
-// startRegistered starts a client's command with the reaper kept off it:
-// the harness is a child subreaper and would otherwise take the exit status
-// of its direct children (waitid: no child processes, seen under load).
-func (r *Runner) startRegistered(cmd *exec.Cmd) (func(), error) {
-	pid, err := r.reaper.start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
-	if err != nil {
-		return func() {}, err
-	}
-	return func() { r.reaper.release(pid) }, nil
 }
 
 // execDriver (cri-*, kubelet-static*): a runc pod's container is the

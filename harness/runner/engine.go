@@ -84,7 +84,7 @@ func (d *engineDriver) setup(ctx context.Context) error {
 	e, err := clients.StartEngine(ctx, clients.EngineOptions{
 		Kind: kind, Systemd: systemd, Runtimes: map[string]string{d.rtName: path},
 		RunscArgs: []string{"--debug-log=" + logs + "/"}, Busybox: r.opt.Busybox, LogDir: cs.dir,
-		Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root}, StartCmd: r.startRegistered,
+		Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root}, StartCmd: r.reaper.start,
 	})
 	cs.timeDaemon(engineDaemon(kind), t0, err)
 	if err != nil {

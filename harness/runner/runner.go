@@ -463,7 +463,7 @@ func (r *Runner) runKilled(ctx context.Context, cs *caseState, in *instance, arg
 	cmd.Dir = cs.dir
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
-	release, err := r.startRegistered(cmd)
+	release, err := r.reaper.start(cmd)
 	if err != nil {
 		res.err = err
 		return res
