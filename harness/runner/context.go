@@ -187,12 +187,12 @@ func (r *Runner) startProcess(join []string, newNS bool) (int, error) {
 	if newNS {
 		ns = []string{"--new-cgroupns"}
 	}
-	return r.startCommand(join, append(ns, "--", "sleep", "100000"), "sleep")
+	return r.startCommand(join, append(ns, "--", "sleep", "100000"))
 }
 
 // startCommand starts argv (helper flags allowed before a "--") in the
-// cgroup directories join and returns once the process runs comm there.
-func (r *Runner) startCommand(join []string, argv []string, comm string) (int, error) {
+// cgroup directories join and returns once the process runs sleep there.
+func (r *Runner) startCommand(join []string, argv []string) (int, error) {
 	args := []string{HelperCommand}
 	for _, d := range join {
 		args = append(args, "--join", d)
@@ -215,7 +215,7 @@ func (r *Runner) startCommand(join []string, argv []string, comm string) (int, e
 	_ = cmd.Process.Release()
 	deadline := time.Now().Add(r.scaled(5 * time.Second))
 	for time.Now().Before(deadline) {
-		if args := cmdline(pid); len(args) > 0 && args[0] == comm && inDirs(pid, join, r.host.Hierarchies) {
+		if args := cmdline(pid); len(args) > 0 && args[0] == "sleep" && inDirs(pid, join, r.host.Hierarchies) {
 			return pid, nil
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -319,7 +319,7 @@ func (r *Runner) setupMountns(cs *caseState) error {
 			join = append(join, h.Dir(leaf))
 		}
 		script := "mount -t tmpfs -o mode=0700 mountns-" + sb.MountNS + " " + root + " && exec sleep 100000"
-		pid, err := r.startCommand(join, []string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script}, "sleep")
+		pid, err := r.startCommand(join, []string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script})
 		if err != nil {
 			return fmt.Errorf("mount namespace %s: %w", sb.MountNS, err)
 		}

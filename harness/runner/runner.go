@@ -687,7 +687,7 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 		return setupFailed(fmt.Sprintf("building the %s context: %v", cx, err))
 	}
 	cs.vars = map[string]string{"token": r.token, "caseroot": cs.root, "caller": r.callerVar(cs)}
-	if err := r.setupCase(ctx, cs, c.Setup); err != nil {
+	if err := r.setupCase(ctx, cs, c.Setup, false); err != nil {
 		return setupFailed(err.Error())
 	}
 	if err := r.setupMountns(cs); err != nil {
@@ -739,7 +739,7 @@ func (r *Runner) runTrials(ctx context.Context, cs *caseState) {
 			cs.suffix = fmt.Sprintf("-t%0*d", len(fmt.Sprint(n-1)), t)
 		}
 		if t > 0 {
-			if err := r.respawnSetup(ctx, cs); err != nil {
+			if err := r.setupCase(ctx, cs, c.Setup, true); err != nil {
 				cs.fail("trials", fmt.Sprintf("trial %d of %d: %v", t+1, n, err), "")
 				break
 			}
@@ -779,24 +779,6 @@ func (r *Runner) runTrials(ctx context.Context, cs *caseState) {
 	if n > 1 {
 		res.Trials = &stats
 	}
-}
-
-// respawnSetup starts again each setup process that the last trial ended
-// (a kill-process step, or the scrub of a cgroup it was moved into), so
-// that every trial starts from the same preconditions.
-func (r *Runner) respawnSetup(ctx context.Context, cs *caseState) error {
-	for i, it := range cs.c.Setup {
-		if it.Do != "process" || !it.When.Applies(r.mode(), cs.cx) {
-			continue
-		}
-		if p, ok := cs.foreign[it.Name]; ok && p.Alive() {
-			continue
-		}
-		if err := r.setupItem(ctx, cs, it); err != nil {
-			return fmt.Errorf("setup[%d] (%s %s) again: %w", i, it.Do, it.Cgroup, err)
-		}
-	}
-	return nil
 }
 
 // runTrial is one run of the steps: fresh instances, a baseline, the

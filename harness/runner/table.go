@@ -50,7 +50,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	}
 	ctx, cancel := context.WithTimeout(parent, r.caseLimit(cs.c))
 	defer cancel()
-	if err := r.setupCase(ctx, cs, in.Setup); err != nil {
+	if err := r.setupCase(ctx, cs, in.Setup, false); err != nil {
 		return neither(err)
 	}
 	cs.suffix = "-" + in.Name
