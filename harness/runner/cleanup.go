@@ -185,16 +185,8 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 			in.deleted = true
 		}
 	}
-	// Give exiting sandboxes a moment, then look for what is left.
 	var leaks []string
-	deadline := time.Now().Add(r.scaled(3 * time.Second))
-	for {
-		leaks = r.leftovers(cs)
-		if len(leaks) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	r.settle(func() bool { leaks = r.leftovers(cs); return len(leaks) == 0 })
 	rec.DurationMS = time.Since(t0).Milliseconds()
 	after := r.snapshot(cs)
 	rec.Added, rec.Removed = diffSets(before, after)
@@ -211,6 +203,14 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 			}
 		}
 		cs.res.Leaks = append(cs.res.Leaks, leaks...)
+	}
+}
+
+// settle gives exiting sandboxes a moment: it asks clean until it says so
+// or 3 s (scaled) have passed.
+func (r *Runner) settle(clean func() bool) {
+	for deadline := time.Now().Add(r.scaled(3 * time.Second)); !clean() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -107,19 +107,14 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	del := r.runCommand(context.WithoutCancel(ctx), cs, sb, r.runtimeArgs(cs, sb, "delete-force", &casefile.Step{}), r.scaled(60*time.Second))
 	evidence = append(evidence, fmt.Sprintf("delete --force exited %d: %s", del.exit, check.LastLines(del.output, 2)))
 	var left, removed []string
-	deadline := time.Now().Add(r.scaled(3 * time.Second))
-	for {
-		now := r.snapshot(cs)
-		left, removed = diffSets(cs.baseline, now)
+	r.settle(func() bool {
+		left, removed = diffSets(cs.baseline, r.snapshot(cs))
 		left = append(left, r.strayMounts(cs)...)
 		for _, p := range r.strayProcs(cs) {
 			left = append(left, fmt.Sprintf("pid %d (%s)", p.PID, comm(p.PID)))
 		}
-		if len(left)+len(removed) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(left)+len(removed) == 0
+	})
 	if len(left) > 0 {
 		evidence = append(evidence, "left after delete: "+strings.Join(groupByPath(left, len(r.host.Hierarchies)), ", "))
 	}
