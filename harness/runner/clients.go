@@ -43,6 +43,8 @@ type driver interface {
 
 type maker interface {
 	driver
+	// action does do on in's sandbox; signal is kill's ("KILL" unless the
+	// step says).
 	action(ctx context.Context, in *instance, do string, args []string, signal string) []clients.Step
 	state(ctx context.Context, in *instance) (ociState, error)
 	observe(ctx context.Context, in *instance) string
@@ -591,7 +593,7 @@ func (r *Runner) clientStep(ctx context.Context, cs *caseState, m maker, st *cas
 		rec.Processes = in.procs
 		return rec, nil // a killed create has no exit status to hold the run to
 	}
-	steps := m.action(ctx, in, st.Do, st.Args, st.Signal)
+	steps := m.action(ctx, in, st.Do, st.Args, cmp.Or(st.Signal, "KILL"))
 	rec, cmd := foldSteps(steps)
 	ok := cmd.Exit == 0 && rec.Error == ""
 	switch st.Do {
@@ -657,9 +659,6 @@ func (d *ctrDriver) action(ctx context.Context, in *instance, do string, args []
 	case "run":
 		return []clients.Step{ctr("ctr run", c.RunConfigArgs(d.handler, filepath.Join(in.bundle, "config.json"), in.id)...)}
 	case "kill":
-		if signal == "" {
-			signal = "KILL"
-		}
 		sig, _ := casefile.SignalNumber(signal)
 		return []clients.Step{ctr("ctr task kill", "task", "kill", "-s", fmt.Sprint(int(sig)), in.id)}
 	case "delete":

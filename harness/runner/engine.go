@@ -136,9 +136,6 @@ func (d *engineDriver) action(ctx context.Context, in *instance, do string, args
 		}
 		return []clients.Step{st}
 	case "kill":
-		if signal == "" {
-			signal = "KILL"
-		}
 		return []clients.Step{cli("kill", "-s", strings.TrimPrefix(signal, "SIG"), in.id)}
 	case "delete":
 		return r.shimGone(in, cli("stop", in.id), cli("rm", in.id))

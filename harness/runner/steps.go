@@ -254,11 +254,11 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 			return report.Step{Command: argv, Note: r.stopCreate(ctx, cs, st, in, argv)}, nil
 		}
 		if st.Inject != nil && err == nil {
-			argv, injected, err = r.injectArgv(cs, in, st, argv)
+			argv, injected, err = r.straceWrap(cs, in, st, argv)
 		}
 		if st.Kill != nil && st.Kill.Syscall != "" && err == nil {
 			in.created = true // as a failed create: cleanup deletes the ID
-			argv, straced, err = r.syscallKillArgv(cs, in, st, argv)
+			argv, straced, err = r.straceWrap(cs, in, st, argv)
 		}
 		if err != nil {
 			cs.fail(st.ID, in.label+": "+err.Error(), "")
