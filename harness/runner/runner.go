@@ -241,10 +241,6 @@ func (r *Runner) hostInfo() report.Host {
 	return h
 }
 
-// mode is the detected host layout: what when.modes and divergence modes
-// match against.
-func (r *Runner) mode() mode.Cgroup { return r.host.Mode }
-
 func (r *Runner) setup() error {
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
@@ -297,7 +293,7 @@ func (r *Runner) setup() error {
 }
 
 func (r *Runner) baseResult(c *casefile.Case, cx string, rt Runtime) report.Result {
-	return report.Result{Case: c.Name, Context: cx, Runtime: rt.Name, CgroupMode: r.mode(), MatrixHost: r.opt.MatrixHost, File: c.File, Source: c.Source, Purpose: c.Purpose}
+	return report.Result{Case: c.Name, Context: cx, Runtime: rt.Name, CgroupMode: r.host.Mode, MatrixHost: r.opt.MatrixHost, File: c.File, Source: c.Source, Purpose: c.Purpose}
 }
 
 // skipReason says why a case cannot run here, or "".
@@ -800,7 +796,7 @@ func (r *Runner) runTrial(parent context.Context, cs *caseState) {
 	}
 	for i := range c.Steps {
 		st := &c.Steps[i]
-		if !st.When.Applies(r.mode(), cs.cx) {
+		if !st.When.Applies(r.host.Mode, cs.cx) {
 			res.Steps = append(res.Steps, report.Step{ID: st.ID, Do: st.Do, Sandbox: st.Sandbox, Skipped: "not for this mode/context"})
 			continue
 		}
@@ -842,7 +838,7 @@ func (r *Runner) decide(cs *caseState) {
 	for i := range res.Failures {
 		f := &res.Failures[i]
 		for j, d := range cs.c.Divergences {
-			if d.Covers(cs.rt.Name, r.mode(), cs.cx, f.Step) {
+			if d.Covers(cs.rt.Name, r.host.Mode, cs.cx, f.Step) {
 				f.Expected, used[j] = true, true
 				if !slices.Contains(reasons, d.Reason) {
 					reasons = append(reasons, d.Reason)
@@ -857,7 +853,7 @@ func (r *Runner) decide(cs *caseState) {
 	var stale, passes []string
 	for j, d := range cs.c.Divergences {
 		switch {
-		case !d.AppliesTo(cs.rt.Name, r.mode(), cs.cx):
+		case !d.AppliesTo(cs.rt.Name, r.host.Mode, cs.cx):
 		case d.Passes:
 			passes = append(passes, "measured passing: "+d.Reason)
 		case !used[j]:

@@ -23,7 +23,7 @@ import (
 // into), so that every trial starts from the same preconditions.
 func (r *Runner) setupCase(ctx context.Context, cs *caseState, items []casefile.Setup, again bool) error {
 	for i, it := range items {
-		if !it.When.Applies(r.mode(), cs.cx) {
+		if !it.When.Applies(r.host.Mode, cs.cx) {
 			continue
 		}
 		if p, ok := cs.foreign[it.Name]; again && (it.Do != "process" || ok && p.Alive()) {

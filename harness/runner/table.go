@@ -39,7 +39,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 		rec.Skipped = why
 		return rec
 	}
-	if !in.When.Applies(r.mode(), cs.cx) {
+	if !in.When.Applies(r.host.Mode, cs.cx) {
 		rec.Skipped = "not for this mode/context"
 		return rec
 	}
