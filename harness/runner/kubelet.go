@@ -165,19 +165,15 @@ func (r *Runner) removePodStep(ctx context.Context, cs *caseState, st *casefile.
 	rec := report.Step{ID: st.ID, Do: st.Do}
 	cl := cs.kubeletOf()
 	if cl == nil || cl.pod == nil {
-		msg := "remove-pod: no kubelet pod in this context"
-		cs.fail(st.ID, msg, "")
-		rec.Error = msg
-		return rec
+		return cs.failStep(rec, "remove-pod: no kubelet pod in this context")
 	}
 	d, err := cl.kubelet.RemoveStaticPod(ctx, kubeletPodName, r.scaled(2*time.Minute), r.podCgroupGone(cl.pod.ParentDir))
 	cl.podRemoved = true
 	rec.DurationMS = d.Milliseconds()
 	rec.Note = fmt.Sprintf("manifest removed; pod sandbox and pod cgroup %s gone after %.1fs", cl.pod.ParentDir, d.Seconds())
 	if err != nil {
-		cs.fail(st.ID, err.Error(), "")
-		rec.Error = err.Error()
 		rec.Note = ""
+		return cs.failStep(rec, err.Error())
 	}
 	return rec
 }
@@ -439,11 +435,7 @@ func (r *Runner) freshSample(ctx context.Context, cs *caseState, since time.Time
 // reports for the static pod's container and for the pod.
 func (r *Runner) kubeletCPUStep(ctx context.Context, cs *caseState, st *casefile.Step) report.Step {
 	rec := report.Step{ID: st.ID, Do: st.Do}
-	fail := func(msg string) report.Step {
-		cs.fail(st.ID, msg, "")
-		rec.Error = msg
-		return rec
-	}
+	fail := func(msg string) report.Step { return cs.failStep(rec, msg) }
 	if cs.kubeletOf() == nil {
 		return fail("kubelet-cpu: no kubelet in this context")
 	}
@@ -553,8 +545,7 @@ func (r *Runner) kubeletCPUStep(ctx context.Context, cs *caseState, st *casefile
 		chargedTo, atLeast = e.ChargedTo, e.RollupAtLeast
 	}
 	if v := m.verdict(chargedTo, atLeast); v != "" {
-		cs.fail(st.ID, v, "")
-		rec.Error = v
+		return cs.failStep(rec, v)
 	}
 	return rec
 }

@@ -636,6 +636,13 @@ func (cs *caseState) fail(step, msg, diff string) {
 	cs.res.Failures = append(cs.res.Failures, report.Failure{Step: step, Message: msg, Diff: diff})
 }
 
+// failStep fails the case at step rec with msg, and rec with it.
+func (cs *caseState) failStep(rec report.Step, msg string) report.Step {
+	cs.fail(rec.ID, msg, "")
+	rec.Error = msg
+	return rec
+}
+
 // noteDelete records the time of a delete command for the trial's maximum.
 func (cs *caseState) noteDelete(d time.Duration) {
 	cs.mu.Lock()
