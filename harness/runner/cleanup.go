@@ -29,12 +29,7 @@ func (r *Runner) teardown() []string {
 		killAndWait(descendantProcs(os.Getpid()), 5*time.Second)
 	}
 	if r.tree != nil {
-		for _, h := range r.host.Hierarchies {
-			for _, d := range cgroupfs.FindNamed(h, r.token, r.tree.Root) {
-				left = append(left, cgroupfs.RemoveTree(h.Dir(d), 5*time.Second)...)
-			}
-			left = append(left, cgroupfs.RemoveTree(h.Dir(r.tree.Root), 5*time.Second)...)
-		}
+		left = r.removeRun(nil, r.tree.Root)
 	}
 	if r.work != "" {
 		left = append(left, unmountUnder(r.work)...)
@@ -45,6 +40,22 @@ func (r *Runner) teardown() []string {
 	if r.reaper != nil {
 		r.reaper.close()
 		r.reaper = nil
+	}
+	return left
+}
+
+// removeRun removes, in every hierarchy, the cgroups named with the run
+// token or with one of names (a client's IDs name its cgroups as the token
+// does), and the tree at root; it returns what it could not remove.
+func (r *Runner) removeRun(names []string, root string) []string {
+	var left []string
+	for _, h := range r.host.Hierarchies {
+		for _, n := range append(slices.Clone(names), r.token) {
+			for _, d := range cgroupfs.FindNamed(h, n, r.tree.Root) {
+				left = append(left, cgroupfs.RemoveTree(h.Dir(d), 5*time.Second)...)
+			}
+		}
+		left = append(left, cgroupfs.RemoveTree(h.Dir(root), 5*time.Second)...)
 	}
 	return left
 }
@@ -89,11 +100,6 @@ func (r *Runner) snapshot(cs *caseState) map[string]bool {
 		for _, d := range cgroupfs.Dirs(h, cs.root) {
 			out[h.Name()+":"+d] = true
 		}
-		for _, d := range cgroupfs.FindNamed(h, r.token, r.tree.Root) {
-			for _, x := range cgroupfs.Dirs(h, d) {
-				out[h.Name()+":"+x] = true
-			}
-		}
 		for _, e := range cs.extra {
 			if e.key == h.Key {
 				for _, d := range cgroupfs.Dirs(h, e.path) {
@@ -101,7 +107,8 @@ func (r *Runner) snapshot(cs *caseState) map[string]bool {
 				}
 			}
 		}
-		for _, n := range cs.names {
+		// A client's IDs (cs.names) name its cgroups as the token does.
+		for _, n := range append([]string{r.token}, cs.names...) {
 			for _, d := range cgroupfs.FindNamed(h, n, r.tree.Root) {
 				for _, x := range cgroupfs.Dirs(h, d) {
 					out[h.Name()+":"+x] = true
@@ -178,16 +185,8 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 			in.deleted = true
 		}
 	}
-	// Give exiting sandboxes a moment, then look for what is left.
 	var leaks []string
-	deadline := time.Now().Add(r.scaled(3 * time.Second))
-	for {
-		leaks = r.leftovers(cs)
-		if len(leaks) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	r.settle(func() bool { leaks = r.leftovers(cs); return len(leaks) == 0 })
 	rec.DurationMS = time.Since(t0).Milliseconds()
 	after := r.snapshot(cs)
 	rec.Added, rec.Removed = diffSets(before, after)
@@ -204,6 +203,14 @@ func (r *Runner) finalCleanup(ctx context.Context, cs *caseState) {
 			}
 		}
 		cs.res.Leaks = append(cs.res.Leaks, leaks...)
+	}
+}
+
+// settle gives exiting sandboxes a moment: it asks clean until it says so
+// or 3 s (scaled) have passed.
+func (r *Runner) settle(clean func() bool) {
+	for deadline := time.Now().Add(r.scaled(3 * time.Second)); !clean() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -360,31 +367,25 @@ func (r *Runner) nestedLeaves(cs *caseState) map[string]bool {
 func (r *Runner) strayProcs(cs *caseState) []proc.Process {
 	var out []proc.Process
 	for _, p := range descendantProcs(os.Getpid()) {
-		if slices.Contains(cs.holders, p.PID) || cs.isForeign(p.PID) {
-			continue
+		foreign := func(f proc.Process) bool { return f.PID == p.PID }
+		if !slices.Contains(cs.holders, p.PID) && !slices.ContainsFunc(slices.Collect(maps.Values(cs.foreign)), foreign) {
+			out = append(out, p)
 		}
-		out = append(out, p)
 	}
 	return out
 }
 
-func (cs *caseState) isForeign(pid int) bool {
-	for _, p := range cs.foreign {
-		if p.PID == pid {
-			return true
-		}
-	}
-	return false
-}
-
 // teardownCase removes the context and everything below the case root.
 func (r *Runner) teardownCase(cs *caseState) {
+	failed := func(msg string, left []string) {
+		cs.fail("teardown", msg, strings.Join(left, "\n"))
+		if cs.res.Outcome != report.Skip {
+			cs.res.Outcome = report.Fail
+		}
+	}
 	if cs.client != nil {
 		if left := cs.client.close(); len(left) > 0 {
-			cs.fail("teardown", "the client context could not be undone", strings.Join(left, "\n"))
-			if cs.res.Outcome != report.Skip {
-				cs.res.Outcome = report.Fail
-			}
+			failed("the client context could not be undone", left)
 		}
 	}
 	if left := killAndWait(descendantProcs(os.Getpid()), 5*time.Second); len(left) > 0 {
@@ -407,22 +408,10 @@ func (r *Runner) teardownCase(cs *caseState) {
 			}
 		}
 	}
-	for _, h := range r.host.Hierarchies {
-		// A client's IDs (cs.names) name its cgroups as the token does.
-		for _, n := range append(slices.Clone(cs.names), r.token) {
-			for _, d := range cgroupfs.FindNamed(h, n, r.tree.Root) {
-				left = append(left, cgroupfs.RemoveTree(h.Dir(d), 5*time.Second)...)
-			}
-		}
-		left = append(left, cgroupfs.RemoveTree(h.Dir(cs.root), 5*time.Second)...)
-	}
-	mounts := unmountUnder(cs.dir)
-	left = append(left, mounts...)
+	left = append(left, r.removeRun(cs.names, cs.root)...)
+	left = append(left, unmountUnder(cs.dir)...)
 	if len(left) > 0 {
-		cs.fail("teardown", "the harness could not remove everything", strings.Join(left, "\n"))
-		if cs.res.Outcome != report.Skip {
-			cs.res.Outcome = report.Fail
-		}
+		failed("the harness could not remove everything", left)
 	}
 	_ = os.RemoveAll(cs.dir)
 }

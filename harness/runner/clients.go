@@ -43,6 +43,8 @@ type driver interface {
 
 type maker interface {
 	driver
+	// action does do on in's sandbox; signal is kill's ("KILL" unless the
+	// step says).
 	action(ctx context.Context, in *instance, do string, args []string, signal string) []clients.Step
 	state(ctx context.Context, in *instance) (ociState, error)
 	observe(ctx context.Context, in *instance) string
@@ -265,7 +267,7 @@ func (d *containerd) start(ctx context.Context) error {
 	c, err := clients.Start(ctx, clients.Options{
 		Bins: r.opt.Clients, Runc: runc, Busybox: r.opt.Busybox, BaseParent: cs.dir,
 		SystemdCgroup: d.systemd(), Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root},
-		Handlers: hs, RunscDebug: r.opt.ClientsDebug, Log: logf, StartCmd: r.startRegistered,
+		Handlers: hs, RunscDebug: r.opt.ClientsDebug, Log: logf, StartCmd: r.reaper.start,
 	})
 	cs.timeDaemon("containerd", t0, err)
 	if err != nil {
@@ -300,10 +302,7 @@ func (d *ctrDriver) setup(ctx context.Context) error {
 	if err := d.start(ctx); err != nil {
 		return err
 	}
-	d.cs.caller = map[string]string{}
-	for _, h := range d.r.host.Hierarchies {
-		d.cs.caller[h.Key] = d.c.DaemonCgroup()
-	}
+	d.cs.caller = d.r.everywhere(d.c.DaemonCgroup())
 	d.cs.callerHolders = []int{d.c.PID}
 	return nil
 }
@@ -327,15 +326,9 @@ func (d *podDriver) setup(ctx context.Context) error {
 	}
 	pod.Limit = d.r.commandLimit()
 	d.pod = pod
-	// C is the pod cgroup, the same path in every hierarchy; one outside
-	// the case root (a systemd slice) is watched.
-	d.cs.caller = map[string]string{}
-	for _, h := range d.r.host.Hierarchies {
-		d.cs.caller[h.Key] = pod.ParentDir
-		if !cgroupfs.IsUnder(pod.ParentDir, d.cs.root) {
-			d.cs.extra = append(d.cs.extra, hierarchyPath{h.Key, pod.ParentDir})
-		}
-	}
+	// C is the pod cgroup, the same path in every hierarchy.
+	d.cs.caller = d.r.everywhere(pod.ParentDir)
+	d.r.watchPod(d.cs, pod.ParentDir)
 	return nil
 }
 
@@ -361,27 +354,25 @@ func (cs *caseState) origin() map[string]string {
 	if !ok || d.c == nil {
 		return cs.caller
 	}
+	return d.r.everywhere(d.c.DaemonCgroup())
+}
+
+// everywhere is the cgroup cg in every hierarchy, by key.
+func (r *Runner) everywhere(cg string) map[string]string {
 	out := map[string]string{}
-	for k := range cs.caller {
-		out[k] = d.c.DaemonCgroup()
+	for _, h := range r.host.Hierarchies {
+		out[h.Key] = cg
 	}
 	return out
 }
 
-// startRegistered starts a client's command with the reaper kept off it:
-// the harness is a child subreaper and would otherwise take the exit status
-// of its direct children (waitid: no child processes, seen under load).
-func (r *Runner) startRegistered(cmd *exec.Cmd) (func(), error) {
-	pid, err := r.reaper.start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
+// watchPod watches a pod cgroup outside the case root (a systemd slice).
+func (r *Runner) watchPod(cs *caseState, dir string) {
+	if !cgroupfs.IsUnder(dir, cs.root) {
+		for _, h := range r.host.Hierarchies {
+			cs.extra = append(cs.extra, hierarchyPath{h.Key, dir})
 		}
-		return cmd.Process.Pid, nil
-	})
-	if err != nil {
-		return func() {}, err
 	}
-	return func() { r.reaper.release(pid) }, nil
 }
 
 // execDriver (cri-*, kubelet-static*): a runc pod's container is the
@@ -479,11 +470,7 @@ func (d *execDriver) setup(ctx context.Context) error {
 		pod.ParentDir = podDir(cs.caller[r.refKey()])
 		defer d.afterKubeletSetup()
 	}
-	if !cgroupfs.IsUnder(pod.ParentDir, cs.root) {
-		for _, h := range r.host.Hierarchies {
-			cs.extra = append(cs.extra, hierarchyPath{h.Key, pod.ParentDir})
-		}
-	}
+	r.watchPod(cs, pod.ParentDir)
 	// Everything running now is the context's: containerd, the shim, the
 	// pause process, the container's processes.
 	ref := r.refKey()
@@ -606,7 +593,7 @@ func (r *Runner) clientStep(ctx context.Context, cs *caseState, m maker, st *cas
 		rec.Processes = in.procs
 		return rec, nil // a killed create has no exit status to hold the run to
 	}
-	steps := m.action(ctx, in, st.Do, st.Args, st.Signal)
+	steps := m.action(ctx, in, st.Do, st.Args, cmp.Or(st.Signal, "KILL"))
 	rec, cmd := foldSteps(steps)
 	ok := cmd.Exit == 0 && rec.Error == ""
 	switch st.Do {
@@ -672,9 +659,6 @@ func (d *ctrDriver) action(ctx context.Context, in *instance, do string, args []
 	case "run":
 		return []clients.Step{ctr("ctr run", c.RunConfigArgs(d.handler, filepath.Join(in.bundle, "config.json"), in.id)...)}
 	case "kill":
-		if signal == "" {
-			signal = "KILL"
-		}
 		sig, _ := casefile.SignalNumber(signal)
 		return []clients.Step{ctr("ctr task kill", "task", "kill", "-s", fmt.Sprint(int(sig)), in.id)}
 	case "delete":

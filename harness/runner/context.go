@@ -92,9 +92,16 @@ func (r *Runner) setupContext(ctx context.Context, cs *caseState) error {
 			return err
 		}
 	}
+	// A holder is a long-running process in its cgroup (what a container's
+	// own processes are to a runtime started inside it); the anchor lives in
+	// a cgroup namespace rooted at C, as a delegated pod's container does.
 	for _, hd := range holders {
 		anchor := cs.cgroupns && hd == caller
-		pid, err := r.startHolder(hd, anchor)
+		var join []string
+		for _, h := range r.host.Hierarchies {
+			join = append(join, h.Dir(hd))
+		}
+		pid, err := r.startProcess(join, anchor)
 		if err != nil {
 			return err
 		}
@@ -173,18 +180,6 @@ func (r *Runner) makeThreaded(rel string) error {
 	return nil
 }
 
-// startHolder starts a long-running process in cgroup rel (what a
-// container's own processes are to a runtime started inside it). With
-// newNS it lives in a cgroup namespace rooted at rel, as a delegated pod's
-// container does.
-func (r *Runner) startHolder(rel string, newNS bool) (int, error) {
-	var join []string
-	for _, h := range r.host.Hierarchies {
-		join = append(join, h.Dir(rel))
-	}
-	return r.startProcess(join, newNS)
-}
-
 // startProcess starts "sleep 100000" in the cgroup directories join (one
 // per hierarchy) and returns once it is there. The reaper collects it when
 // it dies.
@@ -193,12 +188,12 @@ func (r *Runner) startProcess(join []string, newNS bool) (int, error) {
 	if newNS {
 		ns = []string{"--new-cgroupns"}
 	}
-	return r.startCommand(join, append(ns, "--", "sleep", "100000"), "sleep")
+	return r.startCommand(join, append(ns, "--", "sleep", "100000"))
 }
 
 // startCommand starts argv (helper flags allowed before a "--") in the
-// cgroup directories join and returns once the process runs comm there.
-func (r *Runner) startCommand(join []string, argv []string, comm string) (int, error) {
+// cgroup directories join and returns once the process runs sleep there.
+func (r *Runner) startCommand(join []string, argv []string) (int, error) {
 	args := []string{HelperCommand}
 	for _, d := range join {
 		args = append(args, "--join", d)
@@ -221,7 +216,7 @@ func (r *Runner) startCommand(join []string, argv []string, comm string) (int, e
 	_ = cmd.Process.Release()
 	deadline := time.Now().Add(r.scaled(5 * time.Second))
 	for time.Now().Before(deadline) {
-		if args := cmdline(pid); len(args) > 0 && args[0] == comm && inDirs(pid, join, r.host.Hierarchies) {
+		if args := cmdline(pid); len(args) > 0 && args[0] == "sleep" && inDirs(pid, join, r.host.Hierarchies) {
 			return pid, nil
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -325,7 +320,7 @@ func (r *Runner) setupMountns(cs *caseState) error {
 			join = append(join, h.Dir(leaf))
 		}
 		script := "mount -t tmpfs -o mode=0700 mountns-" + sb.MountNS + " " + root + " && exec sleep 100000"
-		pid, err := r.startCommand(join, []string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script}, "sleep")
+		pid, err := r.startCommand(join, []string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script})
 		if err != nil {
 			return fmt.Errorf("mount namespace %s: %w", sb.MountNS, err)
 		}

@@ -30,6 +30,15 @@ func engineOf(cx string) (kind string, systemd bool) {
 	return kind, driver == "systemd"
 }
 
+// engineDaemon is what an engine context starts: dockerd for Docker; for
+// Podman, which has no daemon, its store and service setup.
+func engineDaemon(kind string) string {
+	if kind == clients.Docker {
+		return "dockerd"
+	}
+	return kind
+}
+
 // engineDriver: a sandbox is one engine container.
 type engineDriver struct {
 	base
@@ -75,17 +84,14 @@ func (d *engineDriver) setup(ctx context.Context) error {
 	e, err := clients.StartEngine(ctx, clients.EngineOptions{
 		Kind: kind, Systemd: systemd, Runtimes: map[string]string{d.rtName: path},
 		RunscArgs: []string{"--debug-log=" + logs + "/"}, Busybox: r.opt.Busybox, LogDir: cs.dir,
-		Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root}, StartCmd: r.startRegistered,
+		Tree: &cgroupfs.Tree{Host: r.host, Root: cs.root}, StartCmd: r.reaper.start,
 	})
 	cs.timeDaemon(engineDaemon(kind), t0, err)
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", kind, err)
 	}
 	d.engine = e
-	cs.caller = map[string]string{}
-	for _, h := range r.host.Hierarchies {
-		cs.caller[h.Key] = e.Cgroup()
-	}
+	cs.caller = r.everywhere(e.Cgroup())
 	if e.PID > 0 {
 		cs.callerHolders = []int{e.PID}
 	}
@@ -130,9 +136,6 @@ func (d *engineDriver) action(ctx context.Context, in *instance, do string, args
 		}
 		return []clients.Step{st}
 	case "kill":
-		if signal == "" {
-			signal = "KILL"
-		}
 		return []clients.Step{cli("kill", "-s", strings.TrimPrefix(signal, "SIG"), in.id)}
 	case "delete":
 		return r.shimGone(in, cli("stop", in.id), cli("rm", in.id))
@@ -259,7 +262,7 @@ func (d *engineDriver) observe(ctx context.Context, in *instance) string {
 		}
 	}
 	if d.cs.rt.Kind == "runsc" {
-		found = runscProcs(descendants(os.Getpid()), "", in.id, "")
+		found = runscProcs("", in.id, "")
 	} else if s, err := d.state(ctx, in); err != nil {
 		return err.Error()
 	} else if s.Pid > 0 {

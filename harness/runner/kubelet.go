@@ -165,19 +165,15 @@ func (r *Runner) removePodStep(ctx context.Context, cs *caseState, st *casefile.
 	rec := report.Step{ID: st.ID, Do: st.Do}
 	cl := cs.kubeletOf()
 	if cl == nil || cl.pod == nil {
-		msg := "remove-pod: no kubelet pod in this context"
-		cs.fail(st.ID, msg, "")
-		rec.Error = msg
-		return rec
+		return cs.failStep(rec, "remove-pod: no kubelet pod in this context")
 	}
 	d, err := cl.kubelet.RemoveStaticPod(ctx, kubeletPodName, r.scaled(2*time.Minute), r.podCgroupGone(cl.pod.ParentDir))
 	cl.podRemoved = true
 	rec.DurationMS = d.Milliseconds()
 	rec.Note = fmt.Sprintf("manifest removed; pod sandbox and pod cgroup %s gone after %.1fs", cl.pod.ParentDir, d.Seconds())
 	if err != nil {
-		cs.fail(st.ID, err.Error(), "")
-		rec.Error = err.Error()
 		rec.Note = ""
+		return cs.failStep(rec, err.Error())
 	}
 	return rec
 }
@@ -205,23 +201,21 @@ func (r *Runner) checkKubeletSane(cs *caseState, read *[]string) (string, string
 		*read = append(*read, "kubelet: "+trunc(l, 300))
 	}
 	var missing []string
-	for _, name := range cs.sandboxNames() {
-		for _, in := range cs.insts[name] {
-			if !in.created || in.deleted {
+	for _, in := range cs.order {
+		if !in.created || in.deleted {
+			continue
+		}
+		for _, p := range in.procs {
+			if !alive(p.PID) {
 				continue
 			}
-			for _, p := range in.procs {
-				if !alive(p.PID) {
+			for _, h := range r.host.Hierarchies {
+				cg, ok := p.Cgroups[h.Key]
+				if !ok {
 					continue
 				}
-				for _, h := range r.host.Hierarchies {
-					cg, ok := p.Cgroups[h.Key]
-					if !ok {
-						continue
-					}
-					if _, err := os.Stat(h.Dir(cg)); err != nil {
-						missing = append(missing, fmt.Sprintf("%s %s: %s:%s", in.label, p.Role, h.Key, cg))
-					}
+				if _, err := os.Stat(h.Dir(cg)); err != nil {
+					missing = append(missing, fmt.Sprintf("%s %s: %s:%s", in.label, p.Role, h.Key, cg))
 				}
 			}
 		}
@@ -441,21 +435,15 @@ func (r *Runner) freshSample(ctx context.Context, cs *caseState, since time.Time
 // reports for the static pod's container and for the pod.
 func (r *Runner) kubeletCPUStep(ctx context.Context, cs *caseState, st *casefile.Step) report.Step {
 	rec := report.Step{ID: st.ID, Do: st.Do}
-	fail := func(msg string) report.Step {
-		cs.fail(st.ID, msg, "")
-		rec.Error = msg
-		return rec
-	}
+	fail := func(msg string) report.Step { return cs.failStep(rec, msg) }
 	if cs.kubeletOf() == nil {
 		return fail("kubelet-cpu: no kubelet in this context")
 	}
 	key := r.cpuKey()
 	var insts []*instance
-	for _, name := range cs.sandboxNames() {
-		for _, in := range cs.insts[name] {
-			if in.created && !in.deleted {
-				insts = append(insts, in)
-			}
+	for _, in := range cs.order {
+		if in.created && !in.deleted {
+			insts = append(insts, in)
 		}
 	}
 	m := kubeletCPU{Burn: st.Duration.Duration, ContainerCgroup: cs.caller[key]}
@@ -516,10 +504,7 @@ func (r *Runner) kubeletCPUStep(ctx context.Context, cs *caseState, st *casefile
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			burn := *st
-			burn.Sandbox = in.sb.Name
-			burn.Args = []string{"/bin/timeout", fmt.Sprintf("%g", st.Duration.Seconds()), "/bin/sh", "-c", "while :; do :; done"}
-			res := r.runCommand(ctx, cs, in, r.runtimeArgs(cs, in, "exec", &burn), r.commandLimit())
+			res := r.burn(ctx, cs, in, st)
 			mu.Lock()
 			outs = append(outs, fmt.Sprintf("%s: exec exit %d in %.1fs", in.label, res.exit, res.dur.Seconds()))
 			mu.Unlock()
@@ -560,8 +545,7 @@ func (r *Runner) kubeletCPUStep(ctx context.Context, cs *caseState, st *casefile
 		chargedTo, atLeast = e.ChargedTo, e.RollupAtLeast
 	}
 	if v := m.verdict(chargedTo, atLeast); v != "" {
-		cs.fail(st.ID, v, "")
-		rec.Error = v
+		return cs.failStep(rec, v)
 	}
 	return rec
 }
@@ -598,12 +582,3 @@ func treeCPU(all []proc.Stat, roots []int) time.Duration {
 
 // podDir is the pod cgroup of a container cgroup (its parent).
 func podDir(containerCgroup string) string { return path.Dir(containerCgroup) }
-
-// sandboxNames are the case's sandboxes, in the case's order.
-func (cs *caseState) sandboxNames() []string {
-	var out []string
-	for _, sb := range cs.c.Sandboxes {
-		out = append(out, sb.Name)
-	}
-	return out
-}

@@ -64,16 +64,24 @@ func (r *reaper) reap() {
 	}
 }
 
-// start runs start() with the reaper paused and registers the PID it
-// returns, so the reaper never steals an exec.Cmd's exit status.
-func (r *reaper) start(start func() (int, error)) (int, error) {
+// start starts cmd with the reaper paused and registers its PID until
+// release, so the reaper never steals an exec.Cmd's exit status: the
+// harness is a child subreaper and would otherwise take the exit status of
+// its direct children (waitid: no child processes, seen under load). The
+// clients start their daemons and commands through it too.
+func (r *reaper) start(cmd *exec.Cmd) (release func(), err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pid, err := start()
-	if err == nil {
-		r.managed[pid] = true
+	if err := cmd.Start(); err != nil {
+		return func() {}, err
 	}
-	return pid, err
+	pid := cmd.Process.Pid
+	r.managed[pid] = true
+	return func() {
+		r.mu.Lock()
+		delete(r.managed, pid)
+		r.mu.Unlock()
+	}, nil
 }
 
 // output runs a host command (systemd-run, systemctl) to completion with
@@ -83,24 +91,13 @@ func (r *reaper) start(start func() (int, error)) (int, error) {
 func (r *reaper) output(cmd *exec.Cmd) ([]byte, error) {
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
-	pid, err := r.start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
+	release, err := r.start(cmd)
 	if err != nil {
 		return nil, err
 	}
-	defer r.release(pid)
+	defer release()
 	err = cmd.Wait()
 	return buf.Bytes(), err
-}
-
-func (r *reaper) release(pid int) {
-	r.mu.Lock()
-	delete(r.managed, pid)
-	r.mu.Unlock()
 }
 
 func (r *reaper) close() {
@@ -152,8 +149,8 @@ func comm(pid int) string {
 
 // runscProcs finds the runsc sandbox and gofer processes serving id in
 // the state folder root, among the harness's descendants.
-func runscProcs(pids []int, root, id, bundle string) map[string]int {
-	return matchRunsc(pids, cmdline, root, id, bundle)
+func runscProcs(root, id, bundle string) map[string]int {
+	return matchRunsc(descendants(os.Getpid()), cmdline, root, id, bundle)
 }
 
 // matchRunsc is runscProcs with the command lines read through argv. A

@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/runsc-cgroups/cgconform/base/cgroupfs"
 	"github.com/runsc-cgroups/cgconform/base/mode"
 	"github.com/runsc-cgroups/cgconform/base/ocispec"
@@ -240,10 +241,6 @@ func (r *Runner) hostInfo() report.Host {
 	return h
 }
 
-// mode is the detected host layout: what when.modes and divergence modes
-// match against.
-func (r *Runner) mode() mode.Cgroup { return r.host.Mode }
-
 func (r *Runner) setup() error {
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
@@ -294,7 +291,7 @@ func (r *Runner) setup() error {
 }
 
 func (r *Runner) baseResult(c *casefile.Case, cx string, rt Runtime) report.Result {
-	return report.Result{Case: c.Name, Context: cx, Runtime: rt.Name, CgroupMode: r.mode(), MatrixHost: r.opt.MatrixHost, File: c.File, Source: c.Source, Purpose: c.Purpose}
+	return report.Result{Case: c.Name, Context: cx, Runtime: rt.Name, CgroupMode: r.host.Mode, MatrixHost: r.opt.MatrixHost, File: c.File, Source: c.Source, Purpose: c.Purpose}
 }
 
 // skipReason says why a case cannot run here, or "".
@@ -334,19 +331,8 @@ func (r *Runner) skipReason(c *casefile.Case, cx string, rt Runtime) string {
 // as delegation boundaries (a flag of the hierarchy, shown in the super
 // options of each of its mounts).
 func nsdelegate() bool {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if _, after, ok := strings.Cut(line, " - cgroup2 "); ok {
-			f := strings.Fields(after)
-			if len(f) >= 2 && slices.Contains(strings.Split(f[1], ","), "nsdelegate") {
-				return true
-			}
-		}
-	}
-	return false
+	ms, _ := mountinfo.GetMounts(mountinfo.FSTypeFilter("cgroup2"))
+	return slices.ContainsFunc(ms, func(m *mountinfo.Info) bool { return slices.Contains(strings.Split(m.VFSOptions, ","), "nsdelegate") })
 }
 
 // unmet says which requirement this host does not meet, or "". Every
@@ -471,12 +457,7 @@ func (r *Runner) runKilled(ctx context.Context, cs *caseState, in *instance, arg
 	cmd.Dir = cs.dir
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
-	pid, err := r.reaper.start(func() (int, error) {
-		if err := cmd.Start(); err != nil {
-			return 0, err
-		}
-		return cmd.Process.Pid, nil
-	})
+	release, err := r.reaper.start(cmd)
 	if err != nil {
 		res.err = err
 		return res
@@ -493,7 +474,7 @@ func (r *Runner) runKilled(ctx context.Context, cs *caseState, in *instance, arg
 		res.killed = <-killed // it fired: wait for its verdict
 	}
 	res.dur = time.Since(start)
-	r.reaper.release(pid)
+	release()
 	// Reap what the command left as zombies (a sandbox its delete killed)
 	// before the next step, as a shim reaps on SIGCHLD: runsc counts a
 	// zombie sandbox as alive (kill(pid, 0)), so the next delete would try
@@ -653,11 +634,31 @@ func (cs *caseState) fail(step, msg, diff string) {
 	cs.res.Failures = append(cs.res.Failures, report.Failure{Step: step, Message: msg, Diff: diff})
 }
 
+// failStep fails the case at step rec with msg, and rec with it.
+func (cs *caseState) failStep(rec report.Step, msg string) report.Step {
+	cs.fail(rec.ID, msg, "")
+	rec.Error = msg
+	return rec
+}
+
 // noteDelete records the time of a delete command for the trial's maximum.
 func (cs *caseState) noteDelete(d time.Duration) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cs.maxDelete = max(cs.maxDelete, d)
+}
+
+// timeDaemon records in the result that the daemon name took from t0 until
+// now to start (or to fail with err): the matrix's time breakdown adds
+// these up per host.
+func (cs *caseState) timeDaemon(name string, t0 time.Time, err error) {
+	d := report.Daemon{Name: name, DurationMS: time.Since(t0).Milliseconds()}
+	if err != nil {
+		d.Error = err.Error()
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.res.Daemons = append(cs.res.Daemons, d)
 }
 
 func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Runtime, idx int) (res report.Result) {
@@ -674,27 +675,24 @@ func (r *Runner) runOne(ctx context.Context, c *casefile.Case, cx string, rt Run
 	cs := &caseState{c: c, cx: cx, rt: rt, res: &res, root: fmt.Sprintf("%s/%03d", r.tree.Root, idx), foreign: map[string]proc.Process{}, mountns: map[string]int{}}
 	cs.dir = filepath.Join(r.work, fmt.Sprintf("%03d", idx))
 	cs.logDir = filepath.Join(cs.dir, "logs")
-	if err := os.MkdirAll(cs.logDir, 0o755); err != nil {
-		cs.fail("setup", err.Error(), "")
+	setupFailed := func(msg string) report.Result {
+		cs.fail("setup", msg, "")
 		res.Outcome = report.Fail
 		return res
+	}
+	if err := os.MkdirAll(cs.logDir, 0o755); err != nil {
+		return setupFailed(err.Error())
 	}
 	defer r.teardownCase(cs)
 	if err := r.setupContext(ctx, cs); err != nil {
-		cs.fail("setup", fmt.Sprintf("building the %s context: %v", cx, err), "")
-		res.Outcome = report.Fail
-		return res
+		return setupFailed(fmt.Sprintf("building the %s context: %v", cx, err))
 	}
 	cs.vars = map[string]string{"token": r.token, "caseroot": cs.root, "caller": r.callerVar(cs)}
-	if err := r.setupCase(ctx, cs, c.Setup); err != nil {
-		cs.fail("setup", err.Error(), "")
-		res.Outcome = report.Fail
-		return res
+	if err := r.setupCase(ctx, cs, c.Setup, false); err != nil {
+		return setupFailed(err.Error())
 	}
 	if err := r.setupMountns(cs); err != nil {
-		cs.fail("setup", err.Error(), "")
-		res.Outcome = report.Fail
-		return res
+		return setupFailed(err.Error())
 	}
 	if len(c.Inputs) > 0 {
 		r.runTable(ctx, cs)
@@ -742,7 +740,7 @@ func (r *Runner) runTrials(ctx context.Context, cs *caseState) {
 			cs.suffix = fmt.Sprintf("-t%0*d", len(fmt.Sprint(n-1)), t)
 		}
 		if t > 0 {
-			if err := r.respawnSetup(ctx, cs); err != nil {
+			if err := r.setupCase(ctx, cs, c.Setup, true); err != nil {
 				cs.fail("trials", fmt.Sprintf("trial %d of %d: %v", t+1, n, err), "")
 				break
 			}
@@ -784,24 +782,6 @@ func (r *Runner) runTrials(ctx context.Context, cs *caseState) {
 	}
 }
 
-// respawnSetup starts again each setup process that the last trial ended
-// (a kill-process step, or the scrub of a cgroup it was moved into), so
-// that every trial starts from the same preconditions.
-func (r *Runner) respawnSetup(ctx context.Context, cs *caseState) error {
-	for i, it := range cs.c.Setup {
-		if it.Do != "process" || !it.When.Applies(r.mode(), cs.cx) {
-			continue
-		}
-		if p, ok := cs.foreign[it.Name]; ok && p.Alive() {
-			continue
-		}
-		if err := r.setupItem(ctx, cs, it); err != nil {
-			return fmt.Errorf("setup[%d] (%s %s) again: %w", i, it.Do, it.Cgroup, err)
-		}
-	}
-	return nil
-}
-
 // runTrial is one run of the steps: fresh instances, a baseline, the
 // steps, the final cleanup.
 func (r *Runner) runTrial(parent context.Context, cs *caseState) {
@@ -821,7 +801,7 @@ func (r *Runner) runTrial(parent context.Context, cs *caseState) {
 	}
 	for i := range c.Steps {
 		st := &c.Steps[i]
-		if !st.When.Applies(r.mode(), cs.cx) {
+		if !st.When.Applies(r.host.Mode, cs.cx) {
 			res.Steps = append(res.Steps, report.Step{ID: st.ID, Do: st.Do, Sandbox: st.Sandbox, Skipped: "not for this mode/context"})
 			continue
 		}
@@ -863,7 +843,7 @@ func (r *Runner) decide(cs *caseState) {
 	for i := range res.Failures {
 		f := &res.Failures[i]
 		for j, d := range cs.c.Divergences {
-			if d.Covers(cs.rt.Name, r.mode(), cs.cx, f.Step) {
+			if d.Covers(cs.rt.Name, r.host.Mode, cs.cx, f.Step) {
 				f.Expected, used[j] = true, true
 				if !slices.Contains(reasons, d.Reason) {
 					reasons = append(reasons, d.Reason)
@@ -878,7 +858,7 @@ func (r *Runner) decide(cs *caseState) {
 	var stale, passes []string
 	for j, d := range cs.c.Divergences {
 		switch {
-		case !d.AppliesTo(cs.rt.Name, r.mode(), cs.cx):
+		case !d.AppliesTo(cs.rt.Name, r.host.Mode, cs.cx):
 		case d.Passes:
 			passes = append(passes, "measured passing: "+d.Reason)
 		case !used[j]:
@@ -927,7 +907,7 @@ func (r *Runner) observe(ctx context.Context, cs *caseState, in *instance) (why 
 		found[cs.rt.StateRole()] = st.Pid
 	}
 	if cs.rt.Kind == "runsc" {
-		for role, pid := range runscProcs(descendants(os.Getpid()), in.root, in.id, in.bundle) {
+		for role, pid := range runscProcs(in.root, in.id, in.bundle) {
 			found[role] = pid
 		}
 	}
@@ -976,14 +956,15 @@ func (r *Runner) state(ctx context.Context, cs *caseState, in *instance) (ociSta
 	return st, err
 }
 
-// callerOf returns the caller cgroup for hierarchy key.
-func (cs *caseState) callerOf(key string) string { return cs.caller[key] }
-
-// managedKeys are the hierarchies placement is checked in.
-func (r *Runner) managedKeys() []string {
-	var out []string
+// hierarchies are the keys of the hierarchies placement is checked in, and
+// each hierarchy's name by its key, for the checks' messages.
+func (r *Runner) hierarchies() (keys []string, names map[string]string) {
 	for _, h := range r.host.Managed() {
-		out = append(out, h.Key)
+		keys = append(keys, h.Key)
 	}
-	return out
+	names = map[string]string{}
+	for _, h := range r.host.Hierarchies {
+		names[h.Key] = h.Name()
+	}
+	return keys, names
 }

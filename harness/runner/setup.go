@@ -17,14 +17,20 @@ import (
 
 // setup makes a case's preconditions (cases/README.md, "setup") before the
 // baseline is taken, so they are the context's, not leaks. Every cgroup it
-// names must lie below the case's own cgroup in every hierarchy.
-func (r *Runner) setupCase(ctx context.Context, cs *caseState, items []casefile.Setup) error {
+// names must lie below the case's own cgroup in every hierarchy. Again
+// (before a later trial), it starts only each setup process that the last
+// trial ended (a kill-process step, or the scrub of a cgroup it was moved
+// into), so that every trial starts from the same preconditions.
+func (r *Runner) setupCase(ctx context.Context, cs *caseState, items []casefile.Setup, again bool) error {
 	for i, it := range items {
-		if !it.When.Applies(r.mode(), cs.cx) {
+		if !it.When.Applies(r.host.Mode, cs.cx) {
+			continue
+		}
+		if p, ok := cs.foreign[it.Name]; again && (it.Do != "process" || ok && p.Alive()) {
 			continue
 		}
 		if err := r.setupItem(ctx, cs, it); err != nil {
-			return fmt.Errorf("setup[%d] (%s %s): %w", i, it.Do, it.Cgroup, err)
+			return fmt.Errorf("setup[%d] (%s %s)%s: %w", i, it.Do, it.Cgroup, map[bool]string{true: " again"}[again], err)
 		}
 	}
 	return nil

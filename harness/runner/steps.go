@@ -254,11 +254,11 @@ func (r *Runner) commandStep(ctx context.Context, cs *caseState, st *casefile.St
 			return report.Step{Command: argv, Note: r.stopCreate(ctx, cs, st, in, argv)}, nil
 		}
 		if st.Inject != nil && err == nil {
-			argv, injected, err = r.injectArgv(cs, in, st, argv)
+			argv, injected, err = r.straceWrap(cs, in, st, argv)
 		}
 		if st.Kill != nil && st.Kill.Syscall != "" && err == nil {
 			in.created = true // as a failed create: cleanup deletes the ID
-			argv, straced, err = r.syscallKillArgv(cs, in, st, argv)
+			argv, straced, err = r.straceWrap(cs, in, st, argv)
 		}
 		if err != nil {
 			cs.fail(st.ID, in.label+": "+err.Error(), "")
@@ -372,7 +372,7 @@ func (r *Runner) stopCreate(ctx context.Context, cs *caseState, st *casefile.Ste
 		}
 		found := map[string]int{}
 		if cs.rt.Kind == "runsc" {
-			found = runscProcs(descendants(os.Getpid()), in.root, in.id, in.bundle)
+			found = runscProcs(in.root, in.id, in.bundle)
 		} else if kids := descendants(pid); len(kids) > 0 {
 			found[what] = kids[0]
 		}
@@ -733,18 +733,13 @@ func (r *Runner) stopUnitStep(ctx context.Context, cs *caseState, st *casefile.S
 // the runtime). Comparing with the sandbox's own charge, not wall time,
 // keeps the check honest on a loaded machine.
 func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step, in *instance) (report.Step, *check.Command) {
-	key := ""
-	for _, h := range r.host.Hierarchies {
-		if r.host.Mode == mode.V2 && h.V2 || r.host.Mode != mode.V2 && slices.Contains(h.Controllers(), "cpuacct") {
-			key = h.Key
-		}
-	}
+	key := r.cpuKey()
 	m, ok := check.Main(in.procs)
 	if !ok {
 		cs.fail(st.ID, in.label+": no process observed to measure", "")
 		return report.Step{Error: "no process"}, nil
 	}
-	sandboxCg, callerCg := m.Cgroups[key], cs.callerOf(key)
+	sandboxCg, callerCg := m.Cgroups[key], cs.caller[key]
 	read := func() (sb, caller time.Duration, err error) {
 		if sb, err = r.host.Usage(sandboxCg); err != nil {
 			return
@@ -757,15 +752,13 @@ func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step,
 		cs.fail(st.ID, "reading CPU usage: "+err.Error(), "")
 		return report.Step{Error: err.Error()}, nil
 	}
-	burn := *st
-	secs := st.Duration.Seconds()
-	burn.Args = []string{"/bin/timeout", fmt.Sprintf("%g", secs), "/bin/sh", "-c", "while :; do :; done"}
-	res := r.runCommand(ctx, cs, in, r.runtimeArgs(cs, in, "exec", &burn), r.commandLimit())
+	res := r.burn(ctx, cs, in, st)
 	sb1, c1, err := read()
 	if err != nil {
 		cs.fail(st.ID, "reading CPU usage: "+err.Error(), "")
 		return report.Step{Error: err.Error()}, nil
 	}
+	secs := st.Duration.Seconds()
 	rec := record(res)
 	dSb, dC := sb1-sb0, c1-c0
 	rec.Note = fmt.Sprintf("burned %.2fs wall; sandbox cgroup %s charged %.2fs; caller cgroup %s charged %.2fs", res.dur.Seconds(), sandboxCg, dSb.Seconds(), callerCg, dC.Seconds())
@@ -780,6 +773,14 @@ func (r *Runner) burnStep(ctx context.Context, cs *caseState, st *casefile.Step,
 	// timeout(1) ends the loop with a signal: its exit status is not the
 	// point here.
 	return rec, nil
+}
+
+// burn runs, in instance in, a loop that burns one CPU for the step's
+// duration.
+func (r *Runner) burn(ctx context.Context, cs *caseState, in *instance, st *casefile.Step) cmdResult {
+	burn := *st
+	burn.Args = []string{"/bin/timeout", fmt.Sprintf("%g", st.Duration.Seconds()), "/bin/sh", "-c", "while :; do :; done"}
+	return r.runCommand(ctx, cs, in, r.runtimeArgs(cs, in, "exec", &burn), r.commandLimit())
 }
 
 // checkStep evaluates a check step: once, or, for a check about one
@@ -829,7 +830,7 @@ func (r *Runner) checkStep(ctx context.Context, cs *caseState, st *casefile.Step
 // for a check about no one sandbox). What it read for the record (a file's
 // value, pass or fail) goes to read.
 func (r *Runner) check(ctx context.Context, cs *caseState, c *casefile.Check, in *instance, read *[]string) (string, string) {
-	keys, names := r.managedKeys(), r.hierNames()
+	keys, names := r.hierarchies()
 	switch {
 	case c.Placement != nil:
 		p := c.Placement
@@ -942,15 +943,6 @@ func (r *Runner) grouped(paths []string) string {
 	return strings.Join(groupByPath(paths, len(r.host.Hierarchies)), "\n")
 }
 
-// hierNames names each hierarchy by its key, for the checks' messages.
-func (r *Runner) hierNames() map[string]string {
-	names := map[string]string{}
-	for _, h := range r.host.Hierarchies {
-		names[h.Key] = h.Name()
-	}
-	return names
-}
-
 // want is a placement as the case wrote it, with what base (where a
 // relative cgroupsPath goes by default) means here: beneath the caller C
 // on v1 and hybrid hosts, beside it (in C's parent) on v2.
@@ -979,7 +971,7 @@ func (r *Runner) checkFile(cs *caseState, f *casefile.FileCheck, in *instance, r
 			}
 			d = m.Cgroups[h.Key]
 		} else {
-			d = r.resolveRef(cs.callerOf(h.Key), f.Cgroup)
+			d = r.resolveRef(cs.caller[h.Key], f.Cgroup)
 			if _, err := os.Stat(h.Dir(d)); os.IsNotExist(err) && check.Optional(h.Key) {
 				continue // A hierarchy no runtime need manage, as in checkExists.
 			}

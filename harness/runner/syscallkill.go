@@ -180,18 +180,32 @@ func mountAliases(mount string) []string {
 	return out
 }
 
-// syscallKillArgv wraps the create argv of step st on instance in in
-// strace (see straceArgv), its record at the returned path.
-func (r *Runner) syscallKillArgv(cs *caseState, in *instance, st *casefile.Step, argv []string) ([]string, string, error) {
+// straceWrap wraps the runtime command argv of step st on instance in in
+// strace (see straceArgv), its record at the returned path: for a syscall
+// kill of the create, or for st.Inject, every call of its system call
+// failing with its error, on the runtime's state files of in (paths:
+// state) or anywhere.
+func (r *Runner) straceWrap(cs *caseState, in *instance, st *casefile.Step, argv []string) ([]string, string, error) {
+	what := "a syscall kill runs the create"
+	if st.Inject != nil {
+		what = "an injected error runs the command"
+	}
 	strace, err := exec.LookPath("strace")
 	if err != nil {
-		return nil, "", fmt.Errorf("a syscall kill runs the create under strace: %w (apt-get install strace)", err)
+		return nil, "", fmt.Errorf("%s under strace: %w (apt-get install strace)", what, err)
+	}
+	out := filepath.Join(cs.logDir, fmt.Sprintf("%s.%s.strace", in.id, safeName(st.ID)))
+	if k := st.Inject; k != nil {
+		var paths []string
+		if k.Paths == "state" {
+			paths = stateFiles(cs.rt.Kind, in.root, in.id)
+		}
+		return straceArgv(strace, out, k.Syscall, k.Error, 0, 0, paths, argv), out, nil
 	}
 	paths, err := r.sweepPaths(cs, in)
 	if err != nil {
 		return nil, "", err
 	}
-	out := filepath.Join(cs.logDir, fmt.Sprintf("%s.%s.strace", in.id, safeName(st.ID)))
 	hold, nth := r.scaled(sweepHold), 0
 	switch {
 	case st.Kill.Hold.Duration > 0:
@@ -200,23 +214,6 @@ func (r *Runner) syscallKillArgv(cs *caseState, in *instance, st *casefile.Step,
 		nth = st.Kill.Nth.At(cs.trial)
 	}
 	return straceArgv(strace, out, st.Kill.Syscall, "", nth, hold, paths, argv), out, nil
-}
-
-// injectArgv wraps the runtime command argv of step st on instance in in
-// strace (see straceArgv), every call of st.Inject's system call failing
-// with its error, on the runtime's state files of in (paths: state) or
-// anywhere; strace's record is at the returned path.
-func (r *Runner) injectArgv(cs *caseState, in *instance, st *casefile.Step, argv []string) ([]string, string, error) {
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		return nil, "", fmt.Errorf("an injected error runs the command under strace: %w (apt-get install strace)", err)
-	}
-	var paths []string
-	if st.Inject.Paths == "state" {
-		paths = stateFiles(cs.rt.Kind, in.root, in.id)
-	}
-	out := filepath.Join(cs.logDir, fmt.Sprintf("%s.%s.strace", in.id, safeName(st.ID)))
-	return straceArgv(strace, out, st.Inject.Syscall, st.Inject.Error, 0, 0, paths, argv), out, nil
 }
 
 // injectedNote says how many calls strace's record at straced shows
@@ -244,7 +241,7 @@ func (r *Runner) killTraced(cs *caseState, in *instance, k *casefile.Kill, argv 
 		return callStarts(string(b)) >= k.Nth.At(cs.trial)
 	}, time.Duration(0), time.Millisecond
 	if k.Hold.Duration > 0 {
-		ready = func() bool { return runscProcs(descendants(os.Getpid()), in.root, in.id, in.bundle)[k.Started] != 0 }
+		ready = func() bool { return runscProcs(in.root, in.id, in.bundle)[k.Started] != 0 }
 		wait, poll = r.scaled(k.Hold.Duration)*2/3, 20*time.Millisecond
 	}
 	done, killed := make(chan struct{}), make(chan string, 1)

@@ -39,7 +39,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 		rec.Skipped = why
 		return rec
 	}
-	if !in.When.Applies(r.mode(), cs.cx) {
+	if !in.When.Applies(r.host.Mode, cs.cx) {
 		rec.Skipped = "not for this mode/context"
 		return rec
 	}
@@ -50,7 +50,7 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	}
 	ctx, cancel := context.WithTimeout(parent, r.caseLimit(cs.c))
 	defer cancel()
-	if err := r.setupCase(ctx, cs, in.Setup); err != nil {
+	if err := r.setupCase(ctx, cs, in.Setup, false); err != nil {
 		return neither(err)
 	}
 	cs.suffix = "-" + in.Name
@@ -98,7 +98,8 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	if exit == 0 && in.Placement != nil {
 		r.observe(ctx, cs, sb)
 		rel := in.Placement.Path
-		if msg, diff := check.Placement(r.want(in.Placement.Relation, rel), in.Placement.Roles, sb.procs, cs.caller, r.managedKeys(), r.hierNames()); msg != "" {
+		keys, names := r.hierarchies()
+		if msg, diff := check.Placement(r.want(in.Placement.Relation, rel), in.Placement.Roles, sb.procs, cs.caller, keys, names); msg != "" {
 			placed = false
 			evidence = append(evidence, "placement: "+msg+" "+strings.Join(strings.Fields(diff), " "))
 		}
@@ -106,19 +107,14 @@ func (r *Runner) runInput(parent context.Context, cs *caseState, in casefile.Inp
 	del := r.runCommand(context.WithoutCancel(ctx), cs, sb, r.runtimeArgs(cs, sb, "delete-force", &casefile.Step{}), r.scaled(60*time.Second))
 	evidence = append(evidence, fmt.Sprintf("delete --force exited %d: %s", del.exit, check.LastLines(del.output, 2)))
 	var left, removed []string
-	deadline := time.Now().Add(r.scaled(3 * time.Second))
-	for {
-		now := r.snapshot(cs)
-		left, removed = diffSets(cs.baseline, now)
+	r.settle(func() bool {
+		left, removed = diffSets(cs.baseline, r.snapshot(cs))
 		left = append(left, r.strayMounts(cs)...)
 		for _, p := range r.strayProcs(cs) {
 			left = append(left, fmt.Sprintf("pid %d (%s)", p.PID, comm(p.PID)))
 		}
-		if len(left)+len(removed) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(left)+len(removed) == 0
+	})
 	if len(left) > 0 {
 		evidence = append(evidence, "left after delete: "+strings.Join(groupByPath(left, len(r.host.Hierarchies)), ", "))
 	}
