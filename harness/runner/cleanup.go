@@ -363,16 +363,13 @@ func (r *Runner) nestedLeaves(cs *caseState) map[string]bool {
 }
 
 // strayProcs are live descendants of the harness other than the context's
-// holders.
+// holders and the setup's processes (by PID and start time: a recycled PID
+// is a stray).
 func (r *Runner) strayProcs(cs *caseState) []proc.Process {
-	var out []proc.Process
-	for _, p := range descendantProcs(os.Getpid()) {
-		foreign := func(f proc.Process) bool { return f.PID == p.PID }
-		if !slices.Contains(cs.holders, p.PID) && !slices.ContainsFunc(slices.Collect(maps.Values(cs.foreign)), foreign) {
-			out = append(out, p)
-		}
-	}
-	return out
+	foreign := slices.Collect(maps.Values(cs.foreign))
+	return slices.DeleteFunc(descendantProcs(os.Getpid()), func(p proc.Process) bool {
+		return slices.Contains(cs.holders, p.PID) || slices.Contains(foreign, p)
+	})
 }
 
 // teardownCase removes the context and everything below the case root.

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -337,5 +338,35 @@ func TestKillAndWaitByStartTime(t *testing.T) {
 	child.Wait()
 	if ws := child.ProcessState.Sys().(syscall.WaitStatus); ws.Signal() != syscall.SIGKILL {
 		t.Errorf("the child ended %v, want SIGKILL", child.ProcessState)
+	}
+}
+
+// TestStrayProcs: a setup process is left out of the strays only while its
+// PID names the process setup recorded (PID and start time), never by PID
+// alone; a holder's PID is left out.
+func TestStrayProcs(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	me, err := proc.Identify(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{}
+	for _, tc := range []struct {
+		name string
+		cs   *caseState
+		want bool
+	}{
+		{"unknown", &caseState{}, true},
+		{"recorded", &caseState{foreign: map[string]proc.Process{"p": me}}, false},
+		{"same PID, other start", &caseState{foreign: map[string]proc.Process{"p": {PID: me.PID, Start: me.Start + 1}}}, true},
+		{"holder", &caseState{holders: []int{me.PID}}, false},
+	} {
+		if got := slices.Contains(r.strayProcs(tc.cs), me); got != tc.want {
+			t.Errorf("%s: stray = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
